@@ -1,0 +1,37 @@
+# cotenant: `make demo` runs the main job, `make test` runs every test of every language.
+# Both fetch what they need (crates from the registry; rustfmt and clippy through rustup).
+
+CARGO ?= cargo
+RELEASE_BIN := target/release/cotenant
+
+.PHONY: test demo toolchain fmt-check clippy unit bench clean
+
+test: toolchain fmt-check clippy unit
+
+demo: toolchain
+	$(CARGO) build --release --locked -p cotenant-cli
+	$(RELEASE_BIN) cpus --explain
+
+# Rust comes with the machine image; the components may not.
+toolchain:
+	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)"; exit 1; }
+	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
+
+fmt-check:
+	$(CARGO) fmt --all --check
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+# Unit tests, fixture vectors, doc tests, and the real-cgroup integration tests (they skip,
+# saying why, where the process is not root or has no writable cgroup file system).
+unit:
+	$(CARGO) test --workspace --locked
+
+# Benchmarks: not part of `make test` (timings on a shared 2-CPU machine are not assertions).
+bench:
+	$(CARGO) bench -p cotenant --bench refresh
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,3 @@
+//! One module per subcommand: each turns its parsed arguments into library calls and output.
+
+pub mod cpus;

@@ -1,0 +1,428 @@
+//! `Probe`: every file `cpus` reads, under a root that tests replace with a fixture tree.
+//!
+//! Detection happens in two phases:
+//! 1. **Resolve** (once): parse `/proc/<pid>/cgroup` and `/proc/self/mountinfo`, decide which
+//!    hierarchy holds the cpu and cpuset controllers, walk the ancestors, and record the exact
+//!    files to read in a [`Plan`].
+//! 2. **Read** (at detection and on every [`CpuBudget::refresh`]): read only the numbers those
+//!    files hold (online CPUs, affinity, cpuset, each level's quota).
+//!
+//! For another process, membership comes from `/proc/<pid>/cgroup` but mounts from *our own*
+//! `/proc/self/mountinfo`: the kernel shows the other process's cgroup paths relative to the
+//! reader's cgroup namespace, and the mount points must be ones the reader can open.
+
+use super::{derive, hierarchy, hierarchy::CgroupVersion, CpuBudget, Error, Origin, QuotaLevel, Source};
+use crate::procfs::{
+    cgroup, cgroupfs, cgroupfs::Quota, cpulist, cpulist::CpuSet, mountinfo, status, ParseError,
+};
+use std::{
+    fs::File,
+    io::{self, Read},
+    path::{Path, PathBuf},
+};
+
+/// Reads the sources of a [`CpuBudget`] from the system, or from a copy of its files.
+///
+/// ```
+/// // Tests point a probe at a fixture tree holding `proc/` and `sys/`.
+/// let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/cpus/v1-quota-1.5");
+/// let budget = cotenant::cpus::Probe::with_root(root).detect()?;
+/// assert_eq!(budget.limit(), 1.5);
+/// assert_eq!(budget.threads(cotenant::cpus::Rounding::Floor), 1);
+/// # Ok::<(), cotenant::cpus::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Probe {
+    root: PathBuf,
+}
+
+impl Probe {
+    /// The running system: `/proc` and `/sys` as they are.
+    pub fn system() -> Self {
+        Probe { root: PathBuf::from("/") }
+    }
+
+    /// A copy of a system's files under `root`: `/proc` is read from `root/proc`, `/sys` (and so
+    /// `/sys/fs/cgroup` and every cgroup mount point named in mountinfo) from under `root`.
+    /// Affinity is then read from `Cpus_allowed_list` rather than the system call.
+    pub fn with_root(root: impl Into<PathBuf>) -> Self {
+        Probe { root: root.into() }
+    }
+
+    /// The budget of the calling process.
+    pub fn detect(&self) -> Result<CpuBudget, Error> {
+        self.detect_target(None)
+    }
+
+    /// The budget of process `pid`.
+    pub fn detect_pid(&self, pid: u32) -> Result<CpuBudget, Error> {
+        self.detect_target(Some(pid))
+    }
+
+    fn is_system(&self) -> bool {
+        self.root == Path::new("/")
+    }
+
+    /// Maps a path as the host names it onto this probe's root.
+    fn path(&self, host_path: &str) -> PathBuf {
+        self.root.join(host_path.trim_start_matches('/'))
+    }
+
+    fn detect_target(&self, pid: Option<u32>) -> Result<CpuBudget, Error> {
+        let proc_dir = match pid {
+            None => self.path("/proc/self"),
+            Some(pid) => {
+                let dir = self.path(&format!("/proc/{pid}"));
+                if !dir.is_dir() {
+                    return Err(Error::NoSuchProcess { pid, path: dir });
+                }
+                dir
+            }
+        };
+        let memberships = parse_optional(&proc_dir.join("cgroup"), cgroup::parse)?.unwrap_or_default();
+        let mounts = parse_optional(&self.path("/proc/self/mountinfo"), mountinfo::parse_cgroup_mounts)?
+            .unwrap_or_default();
+
+        let affinity = if pid.is_none() && self.is_system() {
+            AffinityFrom::Syscall
+        } else {
+            AffinityFrom::Status(proc_dir.join("status"))
+        };
+        let cpu = self.locate_cpu(&memberships, &mounts)?;
+        let cpuset = self.locate_cpuset(&memberships, &mounts)?;
+
+        let (quota_levels, levels, weight, quota_absent) = match &cpu {
+            Ok(place) => {
+                let levels = place.levels();
+                let files = levels.iter().map(|l| self.level_files(place.version, &l.dir)).collect();
+                let weight = match place.version {
+                    CgroupVersion::V1 => self.read_number(&place.leaf_dir(), "cpu.shares")?,
+                    CgroupVersion::V2 => self.read_number(&place.leaf_dir(), "cpu.weight")?,
+                };
+                (files, levels, weight, None)
+            }
+            Err(reason) => (Vec::new(), Vec::new(), absent(reason), Some(reason.clone())),
+        };
+
+        let plan = Plan {
+            online: self.path("/sys/devices/system/cpu/online"),
+            affinity,
+            cpuset: cpuset.map(|(file, version)| CpusetFile { file, version }),
+            cpu_version: cpu.as_ref().ok().map(|p| p.version),
+            quota_levels,
+        };
+        let limits = plan.read_limits()?;
+
+        let mut quotas = Vec::with_capacity(levels.len());
+        for ((level, files), quota) in levels.iter().zip(&plan.quota_levels).zip(limits.quotas) {
+            let burst_file = match files.version {
+                CgroupVersion::V1 => "cpu.cfs_burst_us",
+                CgroupVersion::V2 => "cpu.max.burst",
+            };
+            quotas.push(QuotaLevel {
+                cgroup: level.cgroup.clone(),
+                version: files.version,
+                quota,
+                burst: self.read_number(&level.dir, burst_file)?,
+            });
+        }
+        let derived = derive(&limits.online, &limits.cpuset, &limits.affinity, &quotas)?;
+        Ok(CpuBudget {
+            plan,
+            online: limits.online,
+            affinity: limits.affinity,
+            cpuset: limits.cpuset,
+            quotas,
+            quota_absent,
+            weight,
+            derived,
+        })
+    }
+
+    /// The cpu controller: v1 wins when the process has a v1 cpu hierarchy (hybrid hosts);
+    /// otherwise v2, if the cpu controller is enabled there.
+    fn locate_cpu(
+        &self,
+        memberships: &[cgroup::Membership],
+        mounts: &[mountinfo::CgroupMount],
+    ) -> Result<Result<hierarchy::ControllerPlace, String>, Error> {
+        let v1 = match hierarchy::locate_v1("cpu", memberships, mounts) {
+            Ok(place) => return Ok(Ok(place)),
+            Err(reason) => reason,
+        };
+        let v2 = match hierarchy::locate_v2(memberships, mounts) {
+            Ok(place) => match self.v2_lacks(&place, "cpu")? {
+                None => return Ok(Ok(place)),
+                Some(reason) => reason,
+            },
+            Err(reason) => reason,
+        };
+        Ok(Err(format!("no CPU quota: {v1}, and {v2}")))
+    }
+
+    /// The cpuset file: v1 `cpuset.effective_cpus` of the process's cgroup, or v2
+    /// `cpuset.cpus.effective` of the nearest level that has the controller enabled.
+    fn locate_cpuset(
+        &self,
+        memberships: &[cgroup::Membership],
+        mounts: &[mountinfo::CgroupMount],
+    ) -> Result<Result<(PathBuf, CgroupVersion), String>, Error> {
+        let v1 = match hierarchy::locate_v1("cpuset", memberships, mounts) {
+            Ok(place) => {
+                let dir = place.leaf_dir();
+                // `cpuset.effective_cpus` exists since Linux 4.x; older kernels only have `cpus`.
+                for name in ["cpuset.effective_cpus", "cpuset.cpus"] {
+                    let file = self.path(&format!("{dir}/{name}"));
+                    if file.exists() {
+                        return Ok(Ok((file, CgroupVersion::V1)));
+                    }
+                }
+                format!("{dir} has no cpuset.effective_cpus")
+            }
+            Err(reason) => reason,
+        };
+        let v2 = match hierarchy::locate_v2(memberships, mounts) {
+            Ok(place) => match self.v2_lacks(&place, "cpuset")? {
+                Some(reason) => reason,
+                None => {
+                    for level in place.levels() {
+                        let file = self.path(&format!("{}/cpuset.cpus.effective", level.dir));
+                        if file.exists() {
+                            return Ok(Ok((file, CgroupVersion::V2)));
+                        }
+                    }
+                    format!("no cpuset.cpus.effective from {} up to its mount root", place.leaf_dir())
+                }
+            },
+            Err(reason) => reason,
+        };
+        Ok(Err(format!("no cpuset: {v1}, and {v2}")))
+    }
+
+    /// `Some(reason)` when the v2 hierarchy's `cgroup.controllers` (at the mount root) does not
+    /// list `controller`; `None` when it does or the file is missing.
+    fn v2_lacks(
+        &self,
+        place: &hierarchy::ControllerPlace,
+        controller: &str,
+    ) -> Result<Option<String>, Error> {
+        let file = self.path(&format!("{}/cgroup.controllers", place.mount.mount_point));
+        match read_text(&file)? {
+            FileText::Missing(_) => Ok(None),
+            FileText::Text(t) if t.split_ascii_whitespace().any(|c| c == controller) => Ok(None),
+            FileText::Text(t) => Ok(Some(format!(
+                "the cgroup v2 hierarchy has no {controller} controller ({} lists {:?})",
+                file.display(),
+                t.trim()
+            ))),
+        }
+    }
+
+    fn level_files(&self, version: CgroupVersion, dir: &str) -> LevelFiles {
+        match version {
+            CgroupVersion::V1 => LevelFiles {
+                version,
+                quota: self.path(&format!("{dir}/cpu.cfs_quota_us")),
+                period: Some(self.path(&format!("{dir}/cpu.cfs_period_us"))),
+            },
+            CgroupVersion::V2 => {
+                LevelFiles { version, quota: self.path(&format!("{dir}/cpu.max")), period: None }
+            }
+        }
+    }
+
+    fn read_number(&self, dir: &str, name: &'static str) -> Result<Source<u64>, Error> {
+        let path = self.path(&format!("{dir}/{name}"));
+        read_source(&path, |t| cgroupfs::parse_number(name, t))
+    }
+}
+
+/// The files a budget re-reads on refresh, resolved once.
+#[derive(Debug, Clone)]
+pub(super) struct Plan {
+    online: PathBuf,
+    affinity: AffinityFrom,
+    cpuset: Result<CpusetFile, String>,
+    cpu_version: Option<CgroupVersion>,
+    quota_levels: Vec<LevelFiles>,
+}
+
+#[derive(Debug, Clone)]
+enum AffinityFrom {
+    Syscall,
+    Status(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+struct CpusetFile {
+    file: PathBuf,
+    version: CgroupVersion,
+}
+
+#[derive(Debug, Clone)]
+struct LevelFiles {
+    version: CgroupVersion,
+    /// v1 `cpu.cfs_quota_us` or v2 `cpu.max`.
+    quota: PathBuf,
+    /// v1 `cpu.cfs_period_us`; v2 keeps the period in `cpu.max`.
+    period: Option<PathBuf>,
+}
+
+/// The numbers a refresh reads.
+pub(super) struct Limits {
+    pub online: Source<CpuSet>,
+    pub affinity: Source<CpuSet>,
+    pub cpuset: Source<CpuSet>,
+    pub quotas: Vec<Source<Option<Quota>>>,
+}
+
+impl Plan {
+    pub(super) fn read_limits(&self) -> Result<Limits, Error> {
+        let online = read_source(&self.online, cpulist::parse)?;
+        let affinity = match &self.affinity {
+            AffinityFrom::Syscall => match own_affinity() {
+                Ok(set) => Source::Present { origin: Origin::Syscall("sched_getaffinity(2)"), value: set },
+                Err(e) => absent(&format!("sched_getaffinity(2) failed: {e}")),
+            },
+            AffinityFrom::Status(path) => match read_source(path, status::parse_cpus_allowed)? {
+                Source::Present { origin, value: Some(set) } => Source::Present { origin, value: set },
+                Source::Present { .. } => absent(&format!("{} has no Cpus_allowed_list", path.display())),
+                Source::Absent { reason } => Source::Absent { reason },
+            },
+        };
+        let cpuset = match &self.cpuset {
+            Ok(c) => read_source(&c.file, cpulist::parse)?,
+            Err(reason) => absent(reason),
+        };
+        let quotas = self.quota_levels.iter().map(read_quota).collect::<Result<_, _>>()?;
+        Ok(Limits { online, affinity, cpuset, quotas })
+    }
+
+    pub(super) fn cgroup_version(&self) -> &'static str {
+        let cpuset = self.cpuset.as_ref().ok().map(|c| c.version);
+        match (self.cpu_version, cpuset) {
+            (None, None) => "none",
+            (Some(a), Some(b)) if a != b => "hybrid",
+            (Some(v), _) | (None, Some(v)) => v.as_str(),
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn empty_for_tests() -> Self {
+        Plan {
+            online: PathBuf::new(),
+            affinity: AffinityFrom::Syscall,
+            cpuset: Err(String::new()),
+            cpu_version: None,
+            quota_levels: Vec::new(),
+        }
+    }
+}
+
+fn read_quota(files: &LevelFiles) -> Result<Source<Option<Quota>>, Error> {
+    let Some(period_file) = &files.period else {
+        return read_source(&files.quota, cgroupfs::parse_cpu_max);
+    };
+    let quota_us = match read_source(&files.quota, cgroupfs::parse_cfs_quota)? {
+        Source::Present { value: Some(q), .. } => q,
+        // Unlimited or absent: the period does not matter, so it is not read (refresh is hot).
+        Source::Present { origin, value: None } => return Ok(Source::Present { origin, value: None }),
+        Source::Absent { reason } => return Ok(Source::Absent { reason }),
+    };
+    Ok(match read_source(period_file, cgroupfs::parse_cfs_period)? {
+        Source::Present { value: period_us, .. } => Source::Present {
+            origin: Origin::File(files.quota.clone()),
+            value: Some(Quota { quota_us, period_us }),
+        },
+        Source::Absent { reason } => Source::Absent { reason },
+    })
+}
+
+fn absent<T>(reason: &str) -> Source<T> {
+    Source::Absent { reason: reason.to_owned() }
+}
+
+/// A file's text, or why it is missing.
+enum FileText {
+    Text(String),
+    Missing(String),
+}
+
+/// Reads a small file. A missing file (or directory, or permission) is `Missing`, since that
+/// makes a source absent rather than the detection fail; other I/O errors are errors.
+fn read_text(path: &Path) -> Result<FileText, Error> {
+    fn read(path: &Path) -> io::Result<String> {
+        // Not `fs::read_to_string`: it stats the file for a size hint, and cgroup files report
+        // size 4096 or 0 anyway. One open and one or two reads keep refresh cheap.
+        let mut file = File::open(path)?;
+        let mut bytes = Vec::with_capacity(128);
+        file.read_to_end(&mut bytes)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+    match read(path) {
+        Ok(text) => Ok(FileText::Text(text)),
+        Err(e) => match e.kind() {
+            io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => {
+                Ok(FileText::Missing(format!("{} does not exist", path.display())))
+            }
+            io::ErrorKind::PermissionDenied => {
+                Ok(FileText::Missing(format!("{} is not readable (permission denied)", path.display())))
+            }
+            // ENODEV: the cgroup was removed between resolve and read.
+            _ if e.raw_os_error() == Some(libc::ENODEV) => {
+                Ok(FileText::Missing(format!("{} disappeared", path.display())))
+            }
+            _ => Err(Error::Read { path: path.to_owned(), error: e }),
+        },
+    }
+}
+
+fn read_source<T>(
+    path: &Path,
+    parse: impl FnOnce(&str) -> Result<T, ParseError>,
+) -> Result<Source<T>, Error> {
+    match read_text(path)? {
+        FileText::Text(text) => match parse(&text) {
+            Ok(value) => Ok(Source::Present { origin: Origin::File(path.to_owned()), value }),
+            Err(error) => Err(Error::Parse { path: path.to_owned(), error }),
+        },
+        FileText::Missing(reason) => Ok(Source::Absent { reason }),
+    }
+}
+
+fn parse_optional<T>(
+    path: &Path,
+    parse: impl FnOnce(&str) -> Result<T, ParseError>,
+) -> Result<Option<T>, Error> {
+    Ok(read_source(path, parse)?.value_owned())
+}
+
+impl<T> Source<T> {
+    fn value_owned(self) -> Option<T> {
+        match self {
+            Source::Present { value, .. } => Some(value),
+            Source::Absent { .. } => None,
+        }
+    }
+}
+
+/// The calling thread's affinity mask. The raw system call reports how many bytes the kernel's
+/// mask has, and fails with EINVAL when the buffer is smaller, so the buffer grows until it
+/// fits (hosts with more than 1024 CPUs).
+fn own_affinity() -> io::Result<CpuSet> {
+    let mut words = 16; // 1024 CPUs, glibc's cpu_set_t
+    loop {
+        let mut mask = vec![0u64; words];
+        // SAFETY: the kernel writes at most `words * 8` bytes into `mask`, which is that long.
+        let r = unsafe { libc::syscall(libc::SYS_sched_getaffinity, 0, words * 8, mask.as_mut_ptr()) };
+        if r >= 0 {
+            return Ok(CpuSet::from_mask_words(&mask));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EINVAL) && words < 1024 {
+            words *= 2;
+            continue;
+        }
+        return Err(e);
+    }
+}
