@@ -205,6 +205,42 @@ fn explain_names_the_binding_ancestor_and_its_file() {
     );
 }
 
+#[test]
+fn refresh_sees_a_quota_change_on_the_live_cgroup_file_system() {
+    // `CpuBudget::refresh` re-reads files it opened at detection with pread at offset 0; this
+    // checks that cgroupfs regenerates their text, as the fixture test cannot.
+    let test = "refresh";
+    let (layout, baseline) = match setup() {
+        Ok(s) => s,
+        Err(reason) => return skip(test, &reason),
+    };
+    if *baseline <= 1.0 {
+        return skip(test, "the baseline is 1 CPU already: quotas of 1 and 0.5 would not both bind");
+    }
+    let cg = TestCgroup::create(layout, test, true, None).expect("create test cgroup");
+    let (top, child) = (cg.cpu_dir(false).to_owned(), cg.cpu_dir(true).to_owned());
+    TestCgroup::set_quota(layout, &top, Some(100_000), PERIOD_US).expect("set quota");
+    let mut sleeper = cg.command(Path::new("sleep"), &["30"], None).spawn().expect("spawn sleep");
+    let result = std::panic::catch_unwind(|| {
+        let mut budget = cotenant::cpus::detect_pid(sleeper.id()).expect("detect the sleeper");
+        assert_eq!(budget.limit(), 1.0, "{test}: before");
+        TestCgroup::set_quota(layout, &child, Some(50_000), PERIOD_US).expect("child quota");
+        budget.refresh().expect("refresh");
+        assert_eq!(budget.limit(), 0.5, "{test}: after the child's quota was set");
+        assert!(budget.binding_level().unwrap().cgroup.ends_with("/child"), "{test}: the child binds");
+        TestCgroup::set_quota(layout, &child, None, PERIOD_US).expect("child unlimited");
+        TestCgroup::set_quota(layout, &top, Some(150_000), PERIOD_US).expect("top quota");
+        budget.refresh().expect("refresh");
+        assert_eq!(budget.limit(), 1.5f64.min(*baseline), "{test}: after both changed");
+    });
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    drop(cg);
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 /// The first CPU this test process may run on.
 fn first_allowed_cpu() -> usize {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.

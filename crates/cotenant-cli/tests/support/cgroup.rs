@@ -149,9 +149,24 @@ impl TestCgroup {
         }
     }
 
-    /// Runs `program args` inside this cgroup (joined between fork and exec, so the program
-    /// starts there), optionally restricted to `affinity` (a CPU id), and returns its stdout.
+    /// Runs `program args` inside this cgroup (see [`command`](Self::command)) and returns its
+    /// stdout; fails when the program does.
     pub fn run(&self, program: &Path, args: &[&str], affinity: Option<usize>) -> io::Result<String> {
+        let out = self.command(program, args, affinity).output()?;
+        if !out.status.success() {
+            return Err(io::Error::other(format!(
+                "{} {args:?} failed ({}): {}",
+                program.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// A command that starts inside this cgroup (joined between fork and exec), optionally
+    /// restricted to `affinity` (a CPU id).
+    pub fn command(&self, program: &Path, args: &[&str], affinity: Option<usize>) -> Command {
         let procs: Vec<CString> = self
             .leaves
             .iter()
@@ -180,16 +195,7 @@ impl TestCgroup {
                 Ok(())
             });
         }
-        let out = cmd.output()?;
-        if !out.status.success() {
-            return Err(io::Error::other(format!(
-                "{} {args:?} failed ({}): {}",
-                program.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            )));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        cmd
     }
 }
 

@@ -5,7 +5,12 @@
 //!    hierarchy holds the cpu and cpuset controllers, walk the ancestors, and record the exact
 //!    files to read in a [`Plan`].
 //! 2. **Read** (at detection and on every [`CpuBudget::refresh`]): read only the numbers those
-//!    files hold (online CPUs, affinity, cpuset, each level's quota).
+//!    files hold (online CPUs, affinity, cpuset, each level's quota). The files are opened once,
+//!    at resolve, and re-read with `pread` at offset 0: the kernel regenerates a cgroup or sysfs
+//!    file's text on every read from offset 0 (checked on a live cgroup by the `refresh` test in
+//!    `cotenant-cli/tests/real_cgroups.rs`), and skipping the path lookup, open and close makes a
+//!    refresh several times cheaper (measured in RESULTS.md). A file missing at resolve stays
+//!    absent until the next detection.
 //!
 //! For another process, membership comes from `/proc/<pid>/cgroup` but mounts from *our own*
 //! `/proc/self/mountinfo`: the kernel shows the other process's cgroup paths relative to the
@@ -17,8 +22,10 @@ use crate::procfs::{
 };
 use std::{
     fs::File,
-    io::{self, Read},
+    io,
+    os::unix::fs::FileExt,
     path::{Path, PathBuf},
+    sync::Arc,
 };
 
 /// Reads the sources of a [`CpuBudget`] from the system, or from a copy of its files.
@@ -86,7 +93,7 @@ impl Probe {
         let affinity = if pid.is_none() && self.is_system() {
             AffinityFrom::Syscall
         } else {
-            AffinityFrom::Status(proc_dir.join("status"))
+            AffinityFrom::Status(Handle::open(proc_dir.join("status"))?)
         };
         let cpu = self.locate_cpu(&memberships, &mounts)?;
         let cpuset = self.locate_cpuset(&memberships, &mounts)?;
@@ -94,7 +101,10 @@ impl Probe {
         let (quota_levels, levels, weight, quota_absent) = match &cpu {
             Ok(place) => {
                 let levels = place.levels();
-                let files = levels.iter().map(|l| self.level_files(place.version, &l.dir)).collect();
+                let files = levels
+                    .iter()
+                    .map(|l| self.level_files(place.version, &l.dir))
+                    .collect::<Result<_, _>>()?;
                 let weight = match place.version {
                     CgroupVersion::V1 => self.read_number(&place.leaf_dir(), "cpu.shares")?,
                     CgroupVersion::V2 => self.read_number(&place.leaf_dir(), "cpu.weight")?,
@@ -104,10 +114,14 @@ impl Probe {
             Err(reason) => (Vec::new(), Vec::new(), absent(reason), Some(reason.clone())),
         };
 
+        let cpuset = match cpuset {
+            Ok((file, version)) => Ok(CpusetFile { file: Handle::open(file)?, version }),
+            Err(reason) => Err(reason),
+        };
         let plan = Plan {
-            online: self.path("/sys/devices/system/cpu/online"),
+            online: Handle::open(self.path("/sys/devices/system/cpu/online"))?,
             affinity,
-            cpuset: cpuset.map(|(file, version)| CpusetFile { file, version }),
+            cpuset,
             cpu_version: cpu.as_ref().ok().map(|p| p.version),
             quota_levels,
         };
@@ -218,29 +232,28 @@ impl Probe {
         }
     }
 
-    fn level_files(&self, version: CgroupVersion, dir: &str) -> LevelFiles {
-        match version {
+    fn level_files(&self, version: CgroupVersion, dir: &str) -> Result<LevelFiles, Error> {
+        let open = |name: &str| Handle::open(self.path(&format!("{dir}/{name}")));
+        Ok(match version {
             CgroupVersion::V1 => LevelFiles {
                 version,
-                quota: self.path(&format!("{dir}/cpu.cfs_quota_us")),
-                period: Some(self.path(&format!("{dir}/cpu.cfs_period_us"))),
+                quota: open("cpu.cfs_quota_us")?,
+                period: Some(open("cpu.cfs_period_us")?),
             },
-            CgroupVersion::V2 => {
-                LevelFiles { version, quota: self.path(&format!("{dir}/cpu.max")), period: None }
-            }
-        }
+            CgroupVersion::V2 => LevelFiles { version, quota: open("cpu.max")?, period: None },
+        })
     }
 
     fn read_number(&self, dir: &str, name: &'static str) -> Result<Source<u64>, Error> {
         let path = self.path(&format!("{dir}/{name}"));
-        read_source(&path, |t| cgroupfs::parse_number(name, t))
+        read_source(&Handle::open(path)?, |t| cgroupfs::parse_number(name, t))
     }
 }
 
 /// The files a budget re-reads on refresh, resolved once.
 #[derive(Debug, Clone)]
 pub(super) struct Plan {
-    online: PathBuf,
+    online: Handle,
     affinity: AffinityFrom,
     cpuset: Result<CpusetFile, String>,
     cpu_version: Option<CgroupVersion>,
@@ -250,12 +263,12 @@ pub(super) struct Plan {
 #[derive(Debug, Clone)]
 enum AffinityFrom {
     Syscall,
-    Status(PathBuf),
+    Status(Handle),
 }
 
 #[derive(Debug, Clone)]
 struct CpusetFile {
-    file: PathBuf,
+    file: Handle,
     version: CgroupVersion,
 }
 
@@ -263,9 +276,9 @@ struct CpusetFile {
 struct LevelFiles {
     version: CgroupVersion,
     /// v1 `cpu.cfs_quota_us` or v2 `cpu.max`.
-    quota: PathBuf,
+    quota: Handle,
     /// v1 `cpu.cfs_period_us`; v2 keeps the period in `cpu.max`.
-    period: Option<PathBuf>,
+    period: Option<Handle>,
 }
 
 /// The numbers a refresh reads.
@@ -284,9 +297,11 @@ impl Plan {
                 Ok(set) => Source::Present { origin: Origin::Syscall("sched_getaffinity(2)"), value: set },
                 Err(e) => absent(&format!("sched_getaffinity(2) failed: {e}")),
             },
-            AffinityFrom::Status(path) => match read_source(path, status::parse_cpus_allowed)? {
+            AffinityFrom::Status(file) => match read_source(file, status::parse_cpus_allowed)? {
                 Source::Present { origin, value: Some(set) } => Source::Present { origin, value: set },
-                Source::Present { .. } => absent(&format!("{} has no Cpus_allowed_list", path.display())),
+                Source::Present { .. } => {
+                    absent(&format!("{} has no Cpus_allowed_list", file.path.display()))
+                }
                 Source::Absent { reason } => Source::Absent { reason },
             },
         };
@@ -310,7 +325,7 @@ impl Plan {
     #[cfg(test)]
     pub(super) fn empty_for_tests() -> Self {
         Plan {
-            online: PathBuf::new(),
+            online: Handle { path: PathBuf::new(), file: Err(String::new()) },
             affinity: AffinityFrom::Syscall,
             cpuset: Err(String::new()),
             cpu_version: None,
@@ -331,7 +346,7 @@ fn read_quota(files: &LevelFiles) -> Result<Source<Option<Quota>>, Error> {
     };
     Ok(match read_source(period_file, cgroupfs::parse_cfs_period)? {
         Source::Present { value: period_us, .. } => Source::Present {
-            origin: Origin::File(files.quota.clone()),
+            origin: Origin::File(files.quota.path.clone()),
             value: Some(Quota { quota_us, period_us }),
         },
         Source::Absent { reason } => Source::Absent { reason },
@@ -348,61 +363,106 @@ enum FileText {
     Missing(String),
 }
 
-/// Reads a small file. A missing file (or directory, or permission) is `Missing`, since that
-/// makes a source absent rather than the detection fail; other I/O errors are errors.
-fn read_text(path: &Path) -> Result<FileText, Error> {
-    fn read(path: &Path) -> io::Result<String> {
-        // Not `fs::read_to_string`: it stats the file for a size hint, and cgroup files report
-        // size 4096 or 0 anyway. One open and one or two reads keep refresh cheap.
-        let mut file = File::open(path)?;
-        let mut bytes = Vec::with_capacity(128);
-        file.read_to_end(&mut bytes)?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+/// A file opened once and re-read from offset 0 on every read, or why it could not be opened.
+#[derive(Debug, Clone)]
+struct Handle {
+    path: PathBuf,
+    file: Result<Arc<File>, String>,
+}
+
+impl Handle {
+    /// Opens `path`. A missing file (or directory, or permission) is recorded in the handle,
+    /// since that makes a source absent rather than the detection fail; other errors are errors.
+    fn open(path: PathBuf) -> Result<Handle, Error> {
+        let file = match File::open(&path) {
+            Ok(f) => Ok(Arc::new(f)),
+            Err(e) => {
+                Err(missing_reason(&path, &e).ok_or_else(|| Error::Read { path: path.clone(), error: e })?)
+            }
+        };
+        Ok(Handle { path, file })
     }
-    match read(path) {
-        Ok(text) => Ok(FileText::Text(text)),
-        Err(e) => match e.kind() {
-            io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => {
-                Ok(FileText::Missing(format!("{} does not exist", path.display())))
+
+    /// The whole text, read from offset 0. Cgroup files are small: one `pread` into a stack
+    /// buffer suffices, and a short read means the end of the file.
+    fn read(&self) -> Result<FileText, Error> {
+        let file = match &self.file {
+            Ok(f) => f,
+            Err(reason) => return Ok(FileText::Missing(reason.clone())),
+        };
+        let mut chunk = [0u8; 512];
+        let mut bytes = Vec::new();
+        loop {
+            match file.read_at(&mut chunk, bytes.len() as u64) {
+                Ok(n) => {
+                    bytes.extend_from_slice(&chunk[..n]);
+                    if n < chunk.len() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return match missing_reason(&self.path, &e) {
+                        Some(reason) => Ok(FileText::Missing(reason)),
+                        None => Err(Error::Read { path: self.path.clone(), error: e }),
+                    }
+                }
             }
-            io::ErrorKind::PermissionDenied => {
-                Ok(FileText::Missing(format!("{} is not readable (permission denied)", path.display())))
-            }
-            // ENODEV: the cgroup was removed between resolve and read.
-            _ if e.raw_os_error() == Some(libc::ENODEV) => {
-                Ok(FileText::Missing(format!("{} disappeared", path.display())))
-            }
-            _ => Err(Error::Read { path: path.to_owned(), error: e }),
+        }
+        Ok(FileText::Text(String::from_utf8_lossy(&bytes).into_owned()))
+    }
+}
+
+/// The reason an I/O error makes a source absent, or `None` when it is a real error.
+fn missing_reason(path: &Path, e: &io::Error) -> Option<String> {
+    match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => {
+            Some(format!("{} does not exist", path.display()))
+        }
+        io::ErrorKind::PermissionDenied => {
+            Some(format!("{} is not readable (permission denied)", path.display()))
+        }
+        // ENODEV: the cgroup was removed after the file was opened.
+        _ if e.raw_os_error() == Some(libc::ENODEV) => Some(format!("{} disappeared", path.display())),
+        _ => None,
+    }
+}
+
+/// Reads a file that is read once, at resolve, sequentially (mountinfo can be large, and
+/// positional reads past offset 0 make the kernel re-walk a seq_file).
+fn read_text(path: &Path) -> Result<FileText, Error> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(FileText::Text(String::from_utf8_lossy(&bytes).into_owned())),
+        Err(e) => match missing_reason(path, &e) {
+            Some(reason) => Ok(FileText::Missing(reason)),
+            None => Err(Error::Read { path: path.to_owned(), error: e }),
         },
     }
 }
 
 fn read_source<T>(
-    path: &Path,
+    file: &Handle,
     parse: impl FnOnce(&str) -> Result<T, ParseError>,
 ) -> Result<Source<T>, Error> {
-    match read_text(path)? {
+    match file.read()? {
         FileText::Text(text) => match parse(&text) {
-            Ok(value) => Ok(Source::Present { origin: Origin::File(path.to_owned()), value }),
-            Err(error) => Err(Error::Parse { path: path.to_owned(), error }),
+            Ok(value) => Ok(Source::Present { origin: Origin::File(file.path.clone()), value }),
+            Err(error) => Err(Error::Parse { path: file.path.clone(), error }),
         },
         FileText::Missing(reason) => Ok(Source::Absent { reason }),
     }
 }
 
+/// Parses a file read once at resolve; `None` when it is missing.
 fn parse_optional<T>(
     path: &Path,
     parse: impl FnOnce(&str) -> Result<T, ParseError>,
 ) -> Result<Option<T>, Error> {
-    Ok(read_source(path, parse)?.value_owned())
-}
-
-impl<T> Source<T> {
-    fn value_owned(self) -> Option<T> {
-        match self {
-            Source::Present { value, .. } => Some(value),
-            Source::Absent { .. } => None,
+    match read_text(path)? {
+        FileText::Text(text) => {
+            parse(&text).map(Some).map_err(|error| Error::Parse { path: path.to_owned(), error })
         }
+        FileText::Missing(_) => Ok(None),
     }
 }
 
