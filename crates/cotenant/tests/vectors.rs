@@ -59,7 +59,7 @@ fn check(case: &Path) -> Result<(), String> {
     cmp("allowed_cpus", b.allowed_cpus().into());
     cmp("binding", b.binding().as_str().into());
     cmp("cgroup_version", b.cgroup_version().into());
-    cmp("binding_file", b.binding_origin().map(|o| host_path(o, case)).into());
+    cmp("binding_path", b.binding_origin().map(|o| host_path(o, case)).into());
     cmp("binding_cgroup", b.binding_level().map(|l| l.cgroup.clone()).into());
     if diffs.is_empty() {
         Ok(())

@@ -7,10 +7,11 @@ use std::{io::Write, process::ExitCode};
 
 pub fn run(args: &CpusArgs) -> anyhow::Result<ExitCode> {
     let probe = match &args.root {
-        Some(root) => {
-            anyhow::ensure!(root.is_dir(), "--root {}: not a directory", root.display());
-            Probe::with_root(root)
+        Some(root) if !root.is_dir() => {
+            eprintln!("cotenant: --root {}: not a directory", root.display());
+            return Ok(ExitCode::from(exit::USAGE));
         }
+        Some(root) => Probe::with_root(root),
         None => Probe::system(),
     };
     let budget = match args.pid {
@@ -44,27 +45,20 @@ pub fn run(args: &CpusArgs) -> anyhow::Result<ExitCode> {
 /// The `--explain` text: a one-line answer, then a table of every source.
 fn explain(b: &CpuBudget, rounding: Rounding) -> String {
     let threads = b.threads(rounding);
-    let what = match b.binding_level() {
-        Some(level) if level.cgroup == b.quotas().first().map_or("", |l| l.cgroup.as_str()) => {
+    let what = match (b.binding(), b.binding_level()) {
+        (_, Some(level)) if std::ptr::eq(level, &b.quotas()[0]) => {
             format!("the CPU quota of its own cgroup {}", level.cgroup)
         }
-        Some(level) => format!("the CPU quota of ancestor cgroup {}", level.cgroup),
-        None => match b.binding() {
-            Constraint::Online => "the online CPUs".to_owned(),
-            Constraint::Cpuset => "the cgroup cpuset".to_owned(),
-            Constraint::Affinity => "the affinity mask".to_owned(),
-            Constraint::Quota => "a CPU quota".to_owned(),
-        },
+        (_, Some(level)) => format!("the CPU quota of ancestor cgroup {}", level.cgroup),
+        (Constraint::Cpuset, None) => "the cgroup cpuset".to_owned(),
+        (Constraint::Affinity, None) => "the affinity mask".to_owned(),
+        (Constraint::Online | Constraint::Quota, None) => "the online CPUs".to_owned(),
     };
     let file = b.binding_origin().map_or(String::new(), |o| format!(", {o}"));
     let mut s = format!(
         "{threads} thread{} ({} rounding of a limit of {}; bound by {what}{file})\n\n",
         if threads == 1 { "" } else { "s" },
-        match rounding {
-            Rounding::Floor => "floor",
-            Rounding::Ceil => "ceil",
-            Rounding::Nearest => "nearest",
-        },
+        rounding.as_str(),
         cpus_word(b.limit())
     );
     let rows: Vec<SourceRow> = b.sources();

@@ -25,8 +25,9 @@ const PREFIX: &str = "cotenant-test-";
 pub enum Layout {
     /// cgroup v1: separate cpu and cpuset hierarchies (they may be the same mount).
     V1 { cpu: PathBuf, cpuset: Option<PathBuf> },
-    /// cgroup v2: one tree; both controllers are enabled in the root's subtree_control.
-    V2 { root: PathBuf },
+    /// cgroup v2: one tree; cpu (and cpuset, when available) are enabled in the root's
+    /// subtree_control and left enabled (harmless, and other users of the tree may rely on it).
+    V2 { root: PathBuf, cpuset: bool },
 }
 
 /// The host's layout, or why real-cgroup tests cannot run here.
@@ -54,9 +55,11 @@ pub fn layout() -> Result<Layout, String> {
         return Err(format!("cgroup v2 at {} has no cpu controller", root.display()));
     }
     // Enabling a controller for children fails (EBUSY) in a non-root cgroup that has processes.
-    fs::write(root.join("cgroup.subtree_control"), "+cpu +cpuset")
-        .map_err(|e| format!("cannot enable cpu and cpuset in {}: {e}", root.display()))?;
-    Ok(Layout::V2 { root })
+    fs::write(root.join("cgroup.subtree_control"), "+cpu")
+        .map_err(|e| format!("cannot enable the cpu controller in {}: {e}", root.display()))?;
+    let cpuset = controllers.split_whitespace().any(|c| c == "cpuset")
+        && fs::write(root.join("cgroup.subtree_control"), "+cpuset").is_ok();
+    Ok(Layout::V2 { root, cpuset })
 }
 
 /// Prints why a test is skipped, past the test harness's output capture.
@@ -66,8 +69,10 @@ pub fn skip(test: &str, reason: &str) {
 
 /// A cgroup (one directory per hierarchy) that is removed when dropped.
 pub struct TestCgroup {
-    /// The directories, parent before child, one per hierarchy used.
+    /// The directories, parent before child, in every hierarchy used.
     dirs: Vec<PathBuf>,
+    /// The cpu-controller directories: the top cgroup, then the child if any.
+    cpu_dirs: Vec<PathBuf>,
     /// The directories a process must join (the leaf in each hierarchy).
     leaves: Vec<PathBuf>,
     /// The cgroup path as `/proc/self/cgroup` will show it (relative to the hierarchy root).
@@ -81,37 +86,47 @@ impl TestCgroup {
         install_signal_cleanup();
         sweep_stale(layout);
         let top = format!("{PREFIX}{}-{name}", std::process::id());
-        let mut cg = TestCgroup { dirs: vec![], leaves: vec![], cgroup_path: String::new() };
-        let mut make = |base: &Path, is_cpuset: bool| -> io::Result<()> {
-            let mut dir = base.join(&top);
-            cg.mkdir(&dir, is_cpuset)?;
+        let mut cg =
+            TestCgroup { dirs: vec![], cpu_dirs: vec![], leaves: vec![], cgroup_path: String::new() };
+        let mut make = |base: &Path, is_v1_cpuset: bool| -> io::Result<Vec<PathBuf>> {
+            let mut made = vec![base.join(&top)];
             if child {
-                dir = dir.join("child");
-                cg.mkdir(&dir, is_cpuset)?;
+                made.push(made[0].join("child"));
             }
-            cg.leaves.push(dir);
-            Ok(())
+            for dir in &made {
+                cg.mkdir(dir, is_v1_cpuset)?;
+            }
+            cg.leaves.push(made.last().unwrap().clone());
+            Ok(made)
         };
-        match layout {
+        let cpu_dirs = match layout {
             Layout::V1 { cpu, cpuset: cpuset_mount } => {
-                make(cpu, false)?;
+                // cpu and cpuset may be co-mounted in one hierarchy: then one set of directories.
+                let comounted = cpuset_mount.as_ref() == Some(cpu);
+                let cpu_dirs = make(cpu, comounted)?;
                 if let Some(list) = cpuset {
-                    let mount =
-                        cpuset_mount.as_ref().ok_or_else(|| io::Error::other("no v1 cpuset hierarchy"))?;
-                    make(mount, true)?;
+                    if !comounted {
+                        let mount = cpuset_mount
+                            .as_ref()
+                            .ok_or_else(|| io::Error::other("no v1 cpuset hierarchy"))?;
+                        make(mount, true)?;
+                    }
                     fs::write(cg.leaves.last().unwrap().join("cpuset.cpus"), list)?;
                 }
+                cpu_dirs
             }
-            Layout::V2 { root } => {
-                make(root, false)?;
+            Layout::V2 { root, .. } => {
+                let cpu_dirs = make(root, false)?;
                 if child {
-                    fs::write(root.join(&top).join("cgroup.subtree_control"), "+cpu +cpuset")?;
+                    fs::write(root.join(&top).join("cgroup.subtree_control"), "+cpu")?;
                 }
                 if let Some(list) = cpuset {
                     fs::write(cg.leaves[0].join("cpuset.cpus"), list)?;
                 }
+                cpu_dirs
             }
-        }
+        };
+        cg.cpu_dirs = cpu_dirs;
         cg.cgroup_path = format!("/{top}{}", if child { "/child" } else { "" });
         Ok(cg)
     }
@@ -131,8 +146,7 @@ impl TestCgroup {
 
     /// The cpu-controller directory of the top cgroup (`child = false`) or of the child.
     pub fn cpu_dir(&self, child: bool) -> &Path {
-        let i = if child { 1 } else { 0 };
-        &self.dirs[i.min(self.dirs.len() - 1)]
+        &self.cpu_dirs[if child { 1 } else { 0 }]
     }
 
     /// Sets the quota of a cpu directory: `None` for unlimited.
@@ -252,7 +266,7 @@ fn install_signal_cleanup() {
 fn sweep_stale(layout: &Layout) {
     let bases: Vec<&PathBuf> = match layout {
         Layout::V1 { cpu, cpuset } => std::iter::once(cpu).chain(cpuset).collect(),
-        Layout::V2 { root } => vec![root],
+        Layout::V2 { root, .. } => vec![root],
     };
     for base in bases {
         let Ok(entries) = fs::read_dir(base) else { continue };

@@ -81,13 +81,15 @@ pub fn locate_v2(memberships: &[Membership], mounts: &[CgroupMount]) -> Result<C
         .ok_or_else(|| not_visible(&member.path, &candidates))
 }
 
-/// The mount whose root is the longest prefix of `cgroup`: the most specific view of it when a
-/// hierarchy is mounted more than once.
+/// Of the mounts through which `cgroup` is visible, the one with the shortest root: when a
+/// hierarchy is mounted more than once (a container's narrower mount can appear in the host's
+/// mountinfo through mount propagation), the broadest view shows the most ancestors, and an
+/// ancestor's quota binds as surely as the process's own.
 fn visible_through(cgroup: &str, candidates: &[&CgroupMount]) -> Option<CgroupMount> {
     candidates
         .iter()
         .filter(|m| m.dir_of(cgroup).is_some())
-        .max_by_key(|m| m.root.len())
+        .min_by_key(|m| m.root.len())
         .map(|m| (*m).clone())
 }
 
@@ -115,9 +117,9 @@ impl ControllerPlace {
         levels
     }
 
-    /// The directory of the process's own cgroup.
+    /// The directory of the process's own cgroup (the place is only built when it is visible).
     pub fn leaf_dir(&self) -> String {
-        self.mount.dir_of(&self.cgroup).unwrap_or_else(|| self.mount.mount_point.clone())
+        self.mount.dir_of(&self.cgroup).unwrap_or_default()
     }
 }
 
@@ -161,6 +163,14 @@ mod tests {
         let cgroups: Vec<_> = p.levels().into_iter().map(|l| l.cgroup).collect();
         assert_eq!(cgroups, vec!["/kube/pod/c", "/kube/pod", "/kube"]);
         assert_eq!(p.leaf_dir(), "/sys/fs/cgroup/cpuset/pod/c");
+    }
+
+    #[test]
+    fn the_broadest_of_two_mounts_of_one_hierarchy_wins() {
+        let two = "32 31 0:29 /kube/pod /ctr/sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n\
+                   33 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n";
+        let p = place("1:cpu:/kube/pod/c\n", two, Some("cpu")).unwrap();
+        assert_eq!(p.levels().len(), 4, "/kube/pod/c, /kube/pod, /kube and / are all visible");
     }
 
     #[test]

@@ -57,6 +57,17 @@ pub enum Rounding {
     Nearest,
 }
 
+impl Rounding {
+    /// `"floor"`, `"ceil"` or `"nearest"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rounding::Floor => "floor",
+            Rounding::Ceil => "ceil",
+            Rounding::Nearest => "nearest",
+        }
+    }
+}
+
 impl FromStr for Rounding {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -275,14 +286,15 @@ impl CpuBudget {
     /// budget was detected; cheap enough to call every clock tick. It does not notice the
     /// process moving to another cgroup: detect again for that.
     pub fn refresh(&mut self) -> Result<(), Error> {
+        // Derive from the new numbers before storing any of them, so that a failed refresh
+        // leaves the budget as it was rather than half-updated.
         let r = self.plan.read_limits()?;
-        self.online = r.online;
-        self.affinity = r.affinity;
-        self.cpuset = r.cpuset;
-        for (level, quota) in self.quotas.iter_mut().zip(r.quotas) {
+        let mut quotas = self.quotas.clone();
+        for (level, quota) in quotas.iter_mut().zip(r.quotas) {
             level.quota = quota;
         }
-        self.derived = derive(&self.online, &self.cpuset, &self.affinity, &self.quotas)?;
+        self.derived = derive(&r.online, &r.cpuset, &r.affinity, &quotas)?;
+        (self.online, self.affinity, self.cpuset, self.quotas) = (r.online, r.affinity, r.cpuset, quotas);
         Ok(())
     }
 
@@ -453,6 +465,13 @@ pub enum Error {
         /// The I/O error.
         error: io::Error,
     },
+    /// A system call failed unexpectedly.
+    Syscall {
+        /// Its name, e.g. `sched_getaffinity(2)`.
+        name: &'static str,
+        /// The error.
+        error: io::Error,
+    },
     /// There is no process with this pid (or its `/proc` entry is not visible).
     NoSuchProcess {
         /// The pid asked for.
@@ -475,7 +494,8 @@ impl fmt::Display for Error {
             Error::NoSuchProcess { pid, path } => {
                 write!(f, "no process with pid {pid} ({} does not exist)", path.display())
             }
-            Error::Undetermined { reason } => write!(f, "cannot determine the CPU count: {reason}"),
+            Error::Syscall { name, error } => write!(f, "{name} failed: {error}"),
+            Error::Undetermined { reason } => f.write_str(reason),
         }
     }
 }
@@ -484,7 +504,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Parse { error, .. } => Some(error),
-            Error::Read { error, .. } => Some(error),
+            Error::Read { error, .. } | Error::Syscall { error, .. } => Some(error),
             _ => None,
         }
     }

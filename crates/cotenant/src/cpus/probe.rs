@@ -86,24 +86,47 @@ impl Probe {
                 dir
             }
         };
-        let memberships = parse_optional(&proc_dir.join("cgroup"), cgroup::parse)?.unwrap_or_default();
-        let mounts = parse_optional(&self.path("/proc/self/mountinfo"), mountinfo::parse_cgroup_mounts)?
-            .unwrap_or_default();
+        // Without these two files no cgroup can be found; the reason goes into the absent
+        // sources. For another process a vanished cgroup file means the process exited.
+        let mut unreadable = Vec::new();
+        let memberships = match parse_optional(&proc_dir.join("cgroup"), cgroup::parse)? {
+            Ok(m) => m,
+            Err(_) if pid.is_some() && !proc_dir.is_dir() => {
+                return Err(Error::NoSuchProcess { pid: pid.unwrap_or_default(), path: proc_dir });
+            }
+            Err(reason) => {
+                unreadable.push(reason);
+                Vec::new()
+            }
+        };
+        let mounts = match parse_optional(&self.path("/proc/self/mountinfo"), mountinfo::parse_cgroup_mounts)?
+        {
+            Ok(m) => m,
+            Err(reason) => {
+                unreadable.push(reason);
+                Vec::new()
+            }
+        };
+        let explain = |reason: String| match unreadable.is_empty() {
+            true => reason,
+            false => format!("{reason} ({})", unreadable.join("; ")),
+        };
 
         let affinity = if pid.is_none() && self.is_system() {
             AffinityFrom::Syscall
         } else {
             AffinityFrom::Status(Handle::open(proc_dir.join("status"))?)
         };
-        let cpu = self.locate_cpu(&memberships, &mounts)?;
-        let cpuset = self.locate_cpuset(&memberships, &mounts)?;
+        let cpu = self.locate_cpu(&memberships, &mounts)?.map_err(explain);
+        let cpuset = self.locate_cpuset(&memberships, &mounts)?.map_err(explain);
 
         let (quota_levels, levels, weight, quota_absent) = match &cpu {
             Ok(place) => {
                 let levels = place.levels();
                 let files = levels
                     .iter()
-                    .map(|l| self.level_files(place.version, &l.dir))
+                    .enumerate()
+                    .map(|(i, l)| self.level_files(place.version, &l.dir, i + 1 == levels.len()))
                     .collect::<Result<_, _>>()?;
                 let weight = match place.version {
                     CgroupVersion::V1 => self.read_number(&place.leaf_dir(), "cpu.shares")?,
@@ -114,10 +137,6 @@ impl Probe {
             Err(reason) => (Vec::new(), Vec::new(), absent(reason), Some(reason.clone())),
         };
 
-        let cpuset = match cpuset {
-            Ok((file, version)) => Ok(CpusetFile { file: Handle::open(file)?, version }),
-            Err(reason) => Err(reason),
-        };
         let plan = Plan {
             online: Handle::open(self.path("/sys/devices/system/cpu/online"))?,
             affinity,
@@ -180,18 +199,20 @@ impl Probe {
         &self,
         memberships: &[cgroup::Membership],
         mounts: &[mountinfo::CgroupMount],
-    ) -> Result<Result<(PathBuf, CgroupVersion), String>, Error> {
+    ) -> Result<Result<CpusetFile, String>, Error> {
         let v1 = match hierarchy::locate_v1("cpuset", memberships, mounts) {
             Ok(place) => {
                 let dir = place.leaf_dir();
                 // `cpuset.effective_cpus` exists since Linux 4.x; older kernels only have `cpus`.
+                let mut reasons = Vec::new();
                 for name in ["cpuset.effective_cpus", "cpuset.cpus"] {
-                    let file = self.path(&format!("{dir}/{name}"));
-                    if file.exists() {
-                        return Ok(Ok((file, CgroupVersion::V1)));
+                    let file = Handle::open(self.path(&format!("{dir}/{name}")))?;
+                    match &file.file {
+                        Ok(_) => return Ok(Ok(CpusetFile { file, version: CgroupVersion::V1 })),
+                        Err(reason) => reasons.push(reason.clone()),
                     }
                 }
-                format!("{dir} has no cpuset.effective_cpus")
+                reasons.join(", and ")
             }
             Err(reason) => reason,
         };
@@ -200,9 +221,9 @@ impl Probe {
                 Some(reason) => reason,
                 None => {
                     for level in place.levels() {
-                        let file = self.path(&format!("{}/cpuset.cpus.effective", level.dir));
-                        if file.exists() {
-                            return Ok(Ok((file, CgroupVersion::V2)));
+                        let file = Handle::open(self.path(&format!("{}/cpuset.cpus.effective", level.dir)))?;
+                        if file.file.is_ok() {
+                            return Ok(Ok(CpusetFile { file, version: CgroupVersion::V2 }));
                         }
                     }
                     format!("no cpuset.cpus.effective from {} up to its mount root", place.leaf_dir())
@@ -214,7 +235,8 @@ impl Probe {
     }
 
     /// `Some(reason)` when the v2 hierarchy's `cgroup.controllers` (at the mount root) does not
-    /// list `controller`; `None` when it does or the file is missing.
+    /// list `controller`; `None` when it does, or when the file is missing (then each level's
+    /// files are tried, and those that are missing are recorded as absent).
     fn v2_lacks(
         &self,
         place: &hierarchy::ControllerPlace,
@@ -232,7 +254,12 @@ impl Probe {
         }
     }
 
-    fn level_files(&self, version: CgroupVersion, dir: &str) -> Result<LevelFiles, Error> {
+    fn level_files(
+        &self,
+        version: CgroupVersion,
+        dir: &str,
+        is_mount_root: bool,
+    ) -> Result<LevelFiles, Error> {
         let open = |name: &str| Handle::open(self.path(&format!("{dir}/{name}")));
         Ok(match version {
             CgroupVersion::V1 => LevelFiles {
@@ -240,7 +267,14 @@ impl Probe {
                 quota: open("cpu.cfs_quota_us")?,
                 period: Some(open("cpu.cfs_period_us")?),
             },
-            CgroupVersion::V2 => LevelFiles { version, quota: open("cpu.max")?, period: None },
+            CgroupVersion::V2 => {
+                let mut quota = open("cpu.max")?;
+                if let (true, Err(reason)) = (is_mount_root, &mut quota.file) {
+                    // The common case, not a problem: say so rather than "does not exist".
+                    *reason = "the root of a cgroup v2 tree has no cpu.max (no quota)".to_owned();
+                }
+                LevelFiles { version, quota, period: None }
+            }
         })
     }
 
@@ -295,7 +329,7 @@ impl Plan {
         let affinity = match &self.affinity {
             AffinityFrom::Syscall => match own_affinity() {
                 Ok(set) => Source::Present { origin: Origin::Syscall("sched_getaffinity(2)"), value: set },
-                Err(e) => absent(&format!("sched_getaffinity(2) failed: {e}")),
+                Err(error) => return Err(Error::Syscall { name: "sched_getaffinity(2)", error }),
             },
             AffinityFrom::Status(file) => match read_source(file, status::parse_cpus_allowed)? {
                 Source::Present { origin, value: Some(set) } => Source::Present { origin, value: set },
@@ -383,14 +417,14 @@ impl Handle {
         Ok(Handle { path, file })
     }
 
-    /// The whole text, read from offset 0. Cgroup files are small: one `pread` into a stack
+    /// The whole text, read from offset 0. Cgroup files are small: one `pread` into a 4 KiB stack
     /// buffer suffices, and a short read means the end of the file.
     fn read(&self) -> Result<FileText, Error> {
         let file = match &self.file {
             Ok(f) => f,
             Err(reason) => return Ok(FileText::Missing(reason.clone())),
         };
-        let mut chunk = [0u8; 512];
+        let mut chunk = [0u8; 4096];
         let mut bytes = Vec::new();
         loop {
             match file.read_at(&mut chunk, bytes.len() as u64) {
@@ -453,16 +487,16 @@ fn read_source<T>(
     }
 }
 
-/// Parses a file read once at resolve; `None` when it is missing.
+/// Parses a file read once at resolve; `Ok(Err(reason))` when it is missing.
 fn parse_optional<T>(
     path: &Path,
     parse: impl FnOnce(&str) -> Result<T, ParseError>,
-) -> Result<Option<T>, Error> {
+) -> Result<Result<T, String>, Error> {
     match read_text(path)? {
         FileText::Text(text) => {
-            parse(&text).map(Some).map_err(|error| Error::Parse { path: path.to_owned(), error })
+            parse(&text).map(Ok).map_err(|error| Error::Parse { path: path.to_owned(), error })
         }
-        FileText::Missing(_) => Ok(None),
+        FileText::Missing(reason) => Ok(Err(reason)),
     }
 }
 

@@ -59,7 +59,8 @@ pub fn parse_cgroup_mounts(text: &str) -> Result<Vec<CgroupMount>, ParseError> {
         let Some(sep) = fields.iter().position(|&f| f == "-") else {
             return Err(ParseError::new(FORMAT, "no ' - ' separator", line));
         };
-        if sep < 6 || fields.len() < sep + 3 {
+        // Six fields before the separator, then fstype, source and super options.
+        if sep < 6 || fields.len() < sep + 4 {
             return Err(ParseError::new(FORMAT, "too few fields", line));
         }
         let fstype = fields[sep + 1];
@@ -68,8 +69,7 @@ pub fn parse_cgroup_mounts(text: &str) -> Result<Vec<CgroupMount>, ParseError> {
             "cgroup" => false,
             _ => continue,
         };
-        let super_options =
-            fields.get(sep + 3).map(|o| o.split(',').map(str::to_owned).collect()).unwrap_or_default();
+        let super_options = fields[sep + 3].split(',').map(str::to_owned).collect();
         mounts.push(CgroupMount {
             root: unescape(fields[3]),
             mount_point: unescape(fields[4]),
@@ -151,6 +151,8 @@ mod tests {
     fn rejects_lines_without_separator() {
         let err = parse_cgroup_mounts("1 2 3:4 / /x rw cgroup cgroup rw\n").unwrap_err();
         assert!(err.to_string().contains("separator"), "{err}");
+        let cut = parse_cgroup_mounts("32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup\n").unwrap_err();
+        assert!(cut.to_string().contains("too few fields"), "{cut}");
     }
 
     proptest! {
