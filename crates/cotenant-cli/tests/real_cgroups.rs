@@ -49,6 +49,17 @@ fn setup() -> Result<&'static (Layout, f64), String> {
         .map_err(Clone::clone)
 }
 
+/// The setup, or `None` after printing why `test` skips.
+fn setup_or_skip(test: &str) -> Option<(&'static Layout, f64)> {
+    match setup() {
+        Ok((layout, baseline)) => Some((layout, *baseline)),
+        Err(reason) => {
+            skip(test, &reason);
+            None
+        }
+    }
+}
+
 /// What a scenario expects before the baseline cap.
 struct Want {
     limit: f64,
@@ -107,16 +118,13 @@ fn set_quota(test: &str, layout: &Layout, dir: &Path, quota_us: Option<u64>, per
 
 /// One scenario: a test cgroup (optionally with an unlimited child) with a quota on the top.
 fn quota_scenario(test: &str, quota_us: u64, period_us: u64, child: bool, want_limit: f64) {
-    let (layout, baseline) = match setup() {
-        Ok(s) => s,
-        Err(reason) => return skip(test, &reason),
-    };
+    let Some((layout, baseline)) = setup_or_skip(test) else { return };
     let cg = TestCgroup::create(layout, test, child, None).expect("create test cgroup");
     if !set_quota(test, layout, cg.cpu_dir(false), Some(quota_us), period_us) {
         return;
     }
     let got = cpus_json(&cg, None);
-    check(test, &got, Want { limit: want_limit, binding: "quota", binds_at_top: true }, *baseline, &cg);
+    check(test, &got, Want { limit: want_limit, binding: "quota", binds_at_top: true }, baseline, &cg);
 }
 
 #[test]
@@ -138,17 +146,14 @@ fn quota_one_and_a_half_cpus() {
 fn quota_above_the_cpu_count_is_bound_by_the_cpus() {
     // 3 CPUs on this 2-CPU host; on any host, one CPU more than the baseline allows.
     let test = "quota-above";
-    let (layout, baseline) = match setup() {
-        Ok(s) => s,
-        Err(reason) => return skip(test, &reason),
-    };
+    let Some((layout, baseline)) = setup_or_skip(test) else { return };
     let over = baseline.ceil() + 1.0;
     let cg = TestCgroup::create(layout, test, false, None).expect("create test cgroup");
     if !set_quota(test, layout, cg.cpu_dir(false), Some((over * PERIOD_US as f64) as u64), PERIOD_US) {
         return;
     }
     let got = cpus_json(&cg, None);
-    check(test, &got, Want { limit: over, binding: "quota", binds_at_top: true }, *baseline, &cg);
+    check(test, &got, Want { limit: over, binding: "quota", binds_at_top: true }, baseline, &cg);
     assert_ne!(got["binding"].as_str(), Some("quota"), "{test}: a quota above the CPUs must not bind");
 }
 
@@ -160,10 +165,7 @@ fn parent_quota_binds_an_unlimited_child() {
 #[test]
 fn child_quota_below_parent_binds() {
     let test = "child-lower";
-    let (layout, baseline) = match setup() {
-        Ok(s) => s,
-        Err(reason) => return skip(test, &reason),
-    };
+    let Some((layout, baseline)) = setup_or_skip(test) else { return };
     let cg = TestCgroup::create(layout, test, true, None).expect("create test cgroup");
     if !set_quota(test, layout, cg.cpu_dir(false), Some(150_000), PERIOD_US)
         || !set_quota(test, layout, cg.cpu_dir(true), Some(50_000), PERIOD_US)
@@ -171,7 +173,7 @@ fn child_quota_below_parent_binds() {
         return;
     }
     let got = cpus_json(&cg, None);
-    check(test, &got, Want { limit: 0.5, binding: "quota", binds_at_top: false }, *baseline, &cg);
+    check(test, &got, Want { limit: 0.5, binding: "quota", binds_at_top: false }, baseline, &cg);
 }
 
 #[test]
@@ -182,39 +184,30 @@ fn ten_millisecond_period() {
 #[test]
 fn cpuset_of_one_cpu() {
     let test = "cpuset-0";
-    let (layout, baseline) = match setup() {
-        Ok(s) => s,
-        Err(reason) => return skip(test, &reason),
-    };
+    let Some((layout, baseline)) = setup_or_skip(test) else { return };
     if matches!(layout, Layout::V1 { cpuset: None, .. } | Layout::V2 { cpuset: false, .. }) {
         return skip(test, "no cpuset controller available");
     }
     let cpu = first_allowed_cpu();
     let cg = TestCgroup::create(layout, test, false, Some(&cpu.to_string())).expect("create cpuset cgroup");
     let got = cpus_json(&cg, None);
-    check(test, &got, Want { limit: 1.0, binding: "cpuset", binds_at_top: true }, *baseline, &cg);
+    check(test, &got, Want { limit: 1.0, binding: "cpuset", binds_at_top: true }, baseline, &cg);
 }
 
 #[test]
 fn taskset_one_cpu() {
     let test = "taskset-0";
-    let (layout, baseline) = match setup() {
-        Ok(s) => s,
-        Err(reason) => return skip(test, &reason),
-    };
+    let Some((layout, baseline)) = setup_or_skip(test) else { return };
     let cg = TestCgroup::create(layout, test, false, None).expect("create test cgroup");
     let got = cpus_json(&cg, Some(first_allowed_cpu()));
-    check(test, &got, Want { limit: 1.0, binding: "affinity", binds_at_top: true }, *baseline, &cg);
+    check(test, &got, Want { limit: 1.0, binding: "affinity", binds_at_top: true }, baseline, &cg);
 }
 
 #[test]
 fn explain_names_the_binding_ancestor_and_its_file() {
     let test = "explain-ancestor";
-    let (layout, baseline) = match setup() {
-        Ok(s) => s,
-        Err(reason) => return skip(test, &reason),
-    };
-    if *baseline <= 1.0 {
+    let Some((layout, baseline)) = setup_or_skip(test) else { return };
+    if baseline <= 1.0 {
         return skip(test, "the baseline is 1 CPU already: a quota of 1 would not bind");
     }
     let cg = TestCgroup::create(layout, test, true, None).expect("create test cgroup");
@@ -249,11 +242,8 @@ fn refresh_sees_a_quota_change_on_the_live_cgroup_file_system() {
     // `CpuBudget::refresh` re-reads files it opened at detection with pread at offset 0; this
     // checks that cgroupfs regenerates their text, as the fixture test cannot.
     let test = "refresh";
-    let (layout, baseline) = match setup() {
-        Ok(s) => s,
-        Err(reason) => return skip(test, &reason),
-    };
-    if *baseline <= 1.0 {
+    let Some((layout, baseline)) = setup_or_skip(test) else { return };
+    if baseline <= 1.0 {
         return skip(test, "the baseline is 1 CPU already: quotas of 1 and 0.5 would not both bind");
     }
     let cg = TestCgroup::create(layout, test, true, None).expect("create test cgroup");
@@ -272,7 +262,7 @@ fn refresh_sees_a_quota_change_on_the_live_cgroup_file_system() {
         TestCgroup::set_quota(layout, &child, None, PERIOD_US).expect("child unlimited");
         TestCgroup::set_quota(layout, &top, Some(150_000), PERIOD_US).expect("top quota");
         budget.refresh().expect("refresh");
-        assert_eq!(budget.limit(), 1.5f64.min(*baseline), "{test}: after both changed");
+        assert_eq!(budget.limit(), 1.5f64.min(baseline), "{test}: after both changed");
     });
     let _ = sleeper.kill();
     let _ = sleeper.wait();

@@ -289,12 +289,11 @@ impl CpuBudget {
         // Derive from the new numbers before storing any of them, so that a failed refresh
         // leaves the budget as it was rather than half-updated.
         let r = self.plan.read_limits()?;
-        let mut quotas = self.quotas.clone();
-        for (level, quota) in quotas.iter_mut().zip(r.quotas) {
+        self.derived = derive(&r.online, &r.cpuset, &r.affinity, &r.quotas)?;
+        for (level, quota) in self.quotas.iter_mut().zip(r.quotas) {
             level.quota = quota;
         }
-        self.derived = derive(&r.online, &r.cpuset, &r.affinity, &quotas)?;
-        (self.online, self.affinity, self.cpuset, self.quotas) = (r.online, r.affinity, r.cpuset, quotas);
+        (self.online, self.affinity, self.cpuset) = (r.online, r.affinity, r.cpuset);
         Ok(())
     }
 
@@ -395,7 +394,7 @@ fn derive(
     online: &Source<CpuSet>,
     cpuset: &Source<CpuSet>,
     affinity: &Source<CpuSet>,
-    quotas: &[QuotaLevel],
+    quotas: &[Source<Option<Quota>>],
 ) -> Result<Derived, Error> {
     let mut allowed: Option<CpuSet> = None;
     let mut binding = Constraint::Online;
@@ -429,8 +428,8 @@ fn derive(
     }
     let count = allowed.count();
     let (mut num, mut den, mut binding_level) = (count as u64, 1u64, None);
-    for (i, level) in quotas.iter().enumerate() {
-        if let Some(Some(q)) = level.quota.value() {
+    for (i, quota) in quotas.iter().enumerate() {
+        if let Some(Some(q)) = quota.value() {
             // q.quota / q.period < num / den, exactly.
             if (q.quota_us as u128) * (den as u128) < (num as u128) * (q.period_us as u128) {
                 (num, den, binding_level) = (q.quota_us, q.period_us, Some(i));
@@ -523,15 +522,10 @@ mod tests {
         Source::Absent { reason: "test".into() }
     }
 
-    fn level(quota: Option<(u64, u64)>) -> QuotaLevel {
-        QuotaLevel {
-            cgroup: "/x".into(),
-            version: CgroupVersion::V1,
-            quota: Source::Present {
-                origin: Origin::Syscall("test"),
-                value: quota.map(|(quota_us, period_us)| Quota { quota_us, period_us }),
-            },
-            burst: Source::Absent { reason: "test".into() },
+    fn level(quota: Option<(u64, u64)>) -> Source<Option<Quota>> {
+        Source::Present {
+            origin: Origin::Syscall("test"),
+            value: quota.map(|(quota_us, period_us)| Quota { quota_us, period_us }),
         }
     }
 

@@ -145,6 +145,7 @@ impl Probe {
             quota_levels,
         };
         let limits = plan.read_limits()?;
+        let derived = derive(&limits.online, &limits.cpuset, &limits.affinity, &limits.quotas)?;
 
         let mut quotas = Vec::with_capacity(levels.len());
         for ((level, files), quota) in levels.iter().zip(&plan.quota_levels).zip(limits.quotas) {
@@ -159,7 +160,7 @@ impl Probe {
                 burst: self.read_number(&level.dir, burst_file)?,
             });
         }
-        let derived = derive(&limits.online, &limits.cpuset, &limits.affinity, &quotas)?;
+
         Ok(CpuBudget {
             plan,
             online: limits.online,
