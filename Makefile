@@ -4,9 +4,9 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/cotenant
 
-.PHONY: test demo toolchain fmt-check clippy unit bench clean
+.PHONY: test demo toolchain fmt-check clippy unit loom bench bench-pool policy-sim clean
 
-test: toolchain fmt-check clippy unit
+test: toolchain fmt-check clippy unit loom
 
 demo: toolchain
 	$(CARGO) build --release --locked -p cotenant-cli
@@ -29,9 +29,23 @@ clippy:
 unit:
 	$(CARGO) test --workspace --locked
 
+# loom models of the pool's park/wake protocol (crates/cotenant/src/pool/tests/), built in their
+# own target directory so they do not invalidate the normal build.
+loom:
+	RUSTFLAGS="--cfg loom" $(CARGO) test --locked -p cotenant --lib --release --target-dir target/loom pool::loom_protocol
+
 # Benchmarks: not part of `make test` (timings on a shared 2-CPU machine are not assertions).
 bench:
 	$(CARGO) bench -p cotenant --bench refresh
+
+# The pool against its peers (ratios in one run) and the controller's CPU cost; see RESULTS.md.
+bench-pool:
+	$(CARGO) run --release --locked -p cotenant-bench -- --rounds 5
+	$(CARGO) run --release --locked -p cotenant-bench -- --controller-cost 10
+
+# The simulator tables of docs/policy.md.
+policy-sim:
+	$(CARGO) run --release --locked -p cotenant --example policy_sim
 
 clean:
 	$(CARGO) clean

@@ -1,15 +1,35 @@
 //! cotenant: share a Linux host's CPUs without hurting each other's tail latency.
 //!
-//! Today the crate answers the first question of seed 000 §3: **how many CPUs should this
-//! process use?** ([`cpus`]), taking into account the online CPUs, the affinity mask, the cgroup
-//! cpuset and the CPU quota of the process's cgroup and every ancestor, on cgroup v1 and v2.
+//! Two questions from seed 000: **how many CPUs should this process use?** ([`cpus`]: online
+//! CPUs, affinity, cpuset, and the quota of the process's cgroup and every ancestor, on cgroup
+//! v1 and v2), and **how many of its threads should run right now?** ([`Pool`]: a thread pool
+//! that parks the workers its neighbours and its quota do not leave room for).
+//!
+//! ```
+//! let pool = cotenant::Pool::builder().build().unwrap(); // adaptive, one thread per allowed CPU
+//! let task = pool.spawn(|| (1..=10u64).sum::<u64>());
+//! assert_eq!(task.join().unwrap(), 55);
+//! ```
 //!
 //! | module | what it owns |
 //! |---|---|
-//! | [`cpus`] | [`cpus::CpuBudget`]: the CPU count, every source it came from, cheap refresh |
+//! | [`cpus`] | [`CpuBudget`]: the CPU count, every source it came from, cheap refresh |
+//! | [`pool`] | [`Pool`], [`Builder`](pool::Builder), [`Task`], [`Full`]: the friendly pool |
+//! | [`policy`] | [`Policy`]: pure decisions from a [`policy::Sample`]; the simulator |
+//! | [`sampler`] | host and process CPU counters read each period |
+//! | [`metrics`] | [`Metrics`]: a pool's counters, Display and Prometheus text |
 //! | [`procfs`] | pure parsers for the `/proc` and cgroup-fs formats (no I/O) |
 
 pub mod cpus;
+pub mod metrics;
+pub mod policy;
+pub mod pool;
 pub mod procfs;
+#[cfg(not(loom))]
+pub mod sampler;
+mod sync;
 
 pub use cpus::{CpuBudget, Rounding};
+pub use metrics::Metrics;
+pub use policy::Policy;
+pub use pool::{BuildError, Builder, Full, JoinError, Pool, Task, TrySpawnError};

@@ -208,6 +208,18 @@ impl CpuBudget {
         self.derived.allowed
     }
 
+    /// The CPUs the process may run on, by id: online ∩ cpuset ∩ affinity (the sources that
+    /// could be read).
+    pub fn allowed_set(&self) -> CpuSet {
+        [&self.online, &self.cpuset, &self.affinity]
+            .into_iter()
+            .filter_map(Source::value)
+            .fold(None, |acc: Option<CpuSet>, set| {
+                Some(acc.map_or_else(|| set.clone(), |prev| prev.intersection(set)))
+            })
+            .unwrap_or_default()
+    }
+
     /// The CPU limit as a fraction: min(allowed CPUs, every ancestor's quota / period).
     pub fn limit(&self) -> f64 {
         self.derived.num as f64 / self.derived.den as f64

@@ -8,6 +8,8 @@ pub mod cgroup;
 pub mod cgroupfs;
 pub mod cpulist;
 pub mod mountinfo;
+pub mod schedstat;
+pub mod stat;
 pub mod status;
 
 use std::fmt;

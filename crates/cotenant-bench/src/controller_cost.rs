@@ -1,0 +1,245 @@
+//! `controller_cost`: the CPU that cotenant's adaptive controller thread uses, with the pool idle
+//! and with the pool saturated.
+//!
+//! 1. Build an adaptive pool of `n` threads and find its controller thread by name, scanning
+//!    `/proc/self/task/*/comm` (default `cotenant-ctl`). None found: an error, naming the threads
+//!    that were seen.
+//! 2. **Idle**: read the thread's CPU time, sleep for the window, read it again.
+//! 3. **Saturated**: the same, while this thread keeps resubmitting small busy tasks for the whole
+//!    window (the queue is bounded and blocks when full, so the pool stays saturated without the
+//!    queue growing): the controller may work harder when the pool is busy.
+//! 4. Report each as "% of one CPU" = CPU time / wall time.
+//!
+//! CPU time comes from fields 14 + 15 (utime + stime) of `/proc/self/task/<tid>/stat`, in clock
+//! ticks (`sysconf(_SC_CLK_TCK)`, usually 100 Hz: a 10 ms resolution, so use windows of several
+//! seconds). Where the kernel has schedstats, the nanosecond run time from
+//! `/proc/self/task/<tid>/schedstat` is reported beside it.
+
+use std::fs;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::peers::QUEUE_CAPACITY;
+use crate::procstat;
+
+/// Where this process's threads are listed.
+const TASK_DIR: &str = "/proc/self/task";
+/// The kernel keeps at most this many bytes of a thread's name in `comm`.
+const COMM_LEN: usize = 15;
+/// How long to look for the controller thread after building the pool (it names itself once it
+/// has started).
+const FIND_LIMIT: Duration = Duration::from_secs(1);
+/// How long each task of the saturated phase keeps its worker busy.
+const BUSY_TASK: Duration = Duration::from_micros(20);
+
+/// CPU use of the controller thread(s) over one window.
+struct Window {
+    /// Wall time of the window.
+    wall: Duration,
+    /// utime + stime accrued, in clock ticks.
+    ticks: u64,
+    /// Nanoseconds on a CPU accrued, if schedstats are available.
+    run_ns: Option<u64>,
+}
+
+/// Runs the measurement with windows of `seconds` and prints the table; `thread_name` is the
+/// controller thread's name.
+pub fn run(seconds: f64, threads: usize, thread_name: &str) -> Result<(), String> {
+    let ticks_per_second = clock_ticks_per_second()?;
+    let window = Duration::from_secs_f64(seconds);
+    let pool = cotenant::Pool::builder()
+        .policy(cotenant::Policy::adaptive())
+        .threads(threads)
+        .queue_capacity(QUEUE_CAPACITY)
+        .on_full(cotenant::Full::Block)
+        .build()
+        .map_err(|e| format!("cotenant pool: {e}"))?;
+    let measured = measure(&pool, window, thread_name);
+    pool.shutdown();
+    let (tids, idle, saturated, tasks_run) = measured?;
+
+    let tids = tids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    println!("## controller cost: thread `{thread_name}` (tid {tids}), adaptive pool of {threads} threads\n");
+    println!(
+        "| pool | window | CPU time (stat) | % of one CPU (stat) \
+         | CPU time (schedstat) | % of one CPU (schedstat) |\n|---|---:|---:|---:|---:|---:|"
+    );
+    for (label, w) in [("idle", &idle), ("saturated", &saturated)] {
+        let wall = w.wall.as_secs_f64();
+        let stat_seconds = w.ticks as f64 / ticks_per_second;
+        let schedstat = match w.run_ns {
+            Some(ns) => {
+                let run_seconds = ns as f64 / 1e9;
+                format!("{run_seconds:.4} s | {:.3} %", 100.0 * run_seconds / wall)
+            }
+            None => "n/a | n/a".to_owned(),
+        };
+        println!(
+            "| {label} | {wall:.2} s | {stat_seconds:.2} s ({} ticks) | {:.3} % | {schedstat} |",
+            w.ticks,
+            100.0 * stat_seconds / wall
+        );
+    }
+    println!(
+        "\n% of one CPU = the thread's CPU time / wall time. Resolution of the stat columns: one tick \
+         ({ticks_per_second} Hz) = {:.3} % of one CPU over a {seconds} s window.",
+        100.0 / ticks_per_second / seconds
+    );
+    println!("Saturated: {tasks_run} busy tasks of {} µs ran during the window.", BUSY_TASK.as_micros());
+    Ok(())
+}
+
+/// Finds the controller, then measures the idle window and the saturated one. Returns the
+/// controller's thread ids, both windows, and the number of busy tasks run while saturated.
+fn measure(
+    pool: &cotenant::Pool,
+    window: Duration,
+    thread_name: &str,
+) -> Result<(Vec<u32>, Window, Window, u64), String> {
+    let tids = find_threads(thread_name)?;
+    let idle = observe(&tids, || thread::sleep(window))?;
+    let ran = Arc::new(AtomicU64::new(0));
+    let saturated = observe(&tids, || {
+        let start = Instant::now();
+        while start.elapsed() < window {
+            let ran = Arc::clone(&ran);
+            pool.execute(move || {
+                busy_for(BUSY_TASK);
+                ran.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+    })?;
+    Ok((tids, idle, saturated, ran.load(Ordering::Relaxed)))
+}
+
+/// The CPU time the threads `tids` accrue while `during` runs.
+fn observe(tids: &[u32], during: impl FnOnce()) -> Result<Window, String> {
+    let (ticks_before, ns_before) = cpu_time(tids)?;
+    let start = Instant::now();
+    during();
+    let wall = start.elapsed();
+    let (ticks_after, ns_after) = cpu_time(tids)?;
+    Ok(Window {
+        wall,
+        ticks: ticks_after.saturating_sub(ticks_before),
+        run_ns: ns_before.zip(ns_after).map(|(before, after)| after.saturating_sub(before)),
+    })
+}
+
+/// utime + stime (ticks) and, where available, schedstat run time (ns), summed over `tids`.
+fn cpu_time(tids: &[u32]) -> Result<(u64, Option<u64>), String> {
+    let mut ticks = 0_u64;
+    let mut run_ns = Some(0_u64);
+    for tid in tids {
+        let path = format!("{TASK_DIR}/{tid}/stat");
+        let stat = fs::read_to_string(&path)
+            .map_err(|e| format!("{path}: {e} (has the controller thread exited?)"))?;
+        ticks +=
+            procstat::cpu_ticks(&stat).ok_or_else(|| format!("{path}: no utime and stime in {stat:?}"))?;
+        let schedstat = fs::read_to_string(format!("{TASK_DIR}/{tid}/schedstat")).ok();
+        let ns = schedstat.as_deref().and_then(procstat::schedstat_run_ns);
+        run_ns = run_ns.zip(ns).map(|(sum, ns)| sum + ns);
+    }
+    Ok((ticks, run_ns))
+}
+
+/// The ids of this process's threads named `name`, waiting up to [`FIND_LIMIT`] for one to
+/// appear; an error naming the threads seen if none does.
+fn find_threads(name: &str) -> Result<Vec<u32>, String> {
+    // `comm` holds at most COMM_LEN bytes of the name.
+    let wanted = name.get(..COMM_LEN).unwrap_or(name);
+    let deadline = Instant::now() + FIND_LIMIT;
+    loop {
+        let (matching, seen) = scan_threads(wanted)?;
+        if !matching.is_empty() {
+            return Ok(matching);
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "no thread named `{name}` in this process after building an adaptive pool \
+                 (threads seen: {}); is the controller named differently? (--ctl-thread NAME)",
+                seen.join(", ")
+            ));
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// One pass over `/proc/self/task`: the ids of the threads whose `comm` is `wanted`, and every
+/// name seen (sorted, deduplicated).
+fn scan_threads(wanted: &str) -> Result<(Vec<u32>, Vec<String>), String> {
+    let entries = fs::read_dir(TASK_DIR).map_err(|e| format!("{TASK_DIR}: {e}"))?;
+    let mut matching = Vec::new();
+    let mut seen = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("{TASK_DIR}: {e}"))?;
+        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        // A thread can exit between the listing and this read: skip it.
+        let Ok(comm) = fs::read_to_string(entry.path().join("comm")) else {
+            continue;
+        };
+        let comm = comm.trim_end_matches('\n');
+        if comm == wanted {
+            matching.push(tid);
+        }
+        seen.push(comm.to_owned());
+    }
+    matching.sort_unstable();
+    seen.sort();
+    seen.dedup();
+    Ok((matching, seen))
+}
+
+/// `sysconf(_SC_CLK_TCK)`: the unit of the stat CPU-time fields, per second.
+fn clock_ticks_per_second() -> Result<f64, String> {
+    // SAFETY: sysconf reads a configuration value; it has no memory-safety preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        Ok(hz as f64)
+    } else {
+        Err("sysconf(_SC_CLK_TCK) failed".to_owned())
+    }
+}
+
+/// Keeps the calling thread on the CPU for `duration`.
+fn busy_for(duration: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < duration {
+        std::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_a_named_thread_of_this_process() {
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let handle = thread::Builder::new()
+            .name("bench-find-me".to_owned())
+            .spawn(move || {
+                started_tx.send(()).unwrap();
+                let _ = stop_rx.recv();
+            })
+            .unwrap();
+        started_rx.recv().unwrap();
+        let tids = find_threads("bench-find-me").unwrap();
+        assert_eq!(tids.len(), 1);
+        let (ticks, _) = cpu_time(&tids).unwrap();
+        assert!(ticks < 1_000, "an idle thread used {ticks} ticks");
+        stop_tx.send(()).unwrap();
+        handle.join().unwrap();
+    }
+
+    #[test]
+    fn a_missing_thread_is_an_error() {
+        let err = find_threads("no-such-thread").unwrap_err();
+        assert!(err.contains("no thread named `no-such-thread`"), "{err}");
+    }
+}

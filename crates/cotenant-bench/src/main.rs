@@ -1,0 +1,226 @@
+//! `pool-bench`: cotenant's thread pool side by side with its peers, in one run, reported as
+//! ratios to the best peer.
+//!
+//! # What is measured
+//!
+//! Every peer is a pool of the same `n` threads (`--threads`, default: the available CPUs):
+//! cotenant with a fixed and with an adaptive policy, rayon, a hand-written crossbeam-channel
+//! pool, the `threadpool` crate, tokio's blocking pool, and `reference`, a re-implementation of
+//! the seed's friendlypool (seed 000 §5) with its documented weaknesses kept (`src/reference.rs`).
+//!
+//! - **roundtrip**: spawn one task that returns a `u64`, join it, and repeat, sequentially. This is
+//!   the latency of one hand-off to an idle pool and back: waking a worker, handing it the task,
+//!   delivering the result, waking the caller. Reported in ns per round trip.
+//! - **throughput**: one thread submits many tiny tasks fire-and-forget (each does a
+//!   `black_box`ed multiply and increments a shared counter), then waits until all have run. This
+//!   is the per-task cost of the queue and the workers under load. Reported in million tasks per
+//!   second. The counter must end equal to the number submitted, or the run fails: a pool that
+//!   loses tasks must not look fast.
+//!
+//! Each measurement builds a fresh pool, warms it up (untimed), times the workload, and shuts the
+//! pool down (untimed, threads joined) before the next peer starts: only one pool exists at a time.
+//!
+//! `--controller-cost SECONDS` measures something else instead: the CPU used by cotenant's
+//! adaptive controller thread, with the pool idle and with it saturated.
+//!
+//! # Why rounds and ratios
+//!
+//! Absolute times on a shared, virtualised 2-CPU machine drift by tens of percent between runs
+//! and even within one (CPU frequency, neighbours, the hypervisor), so a number measured today
+//! cannot be compared with one measured yesterday. Two peers measured in the same minute can.
+//! The peers are therefore interleaved in rounds: round `r` runs every peer once, in an order
+//! rotated by `r`, so a slow period hits every peer alike and no peer always runs first (cold)
+//! or last. Each table gives a peer's median over the rounds, its min and max (the spread shows
+//! how much to trust the median), and its **ratio to the best peer's median in the same run**:
+//! 1.00 is the best, larger is worse, for times and rates alike. Claims of one pool against
+//! another rest on those ratios.
+
+mod controller_cost;
+mod peers;
+mod procstat;
+mod reference;
+mod report;
+mod workloads;
+
+use std::num::NonZeroUsize;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::peers::PeerKind;
+use crate::report::Host;
+use crate::workloads::{Config, Workload};
+
+/// Sizes of a run, before any explicit `--rounds`, `--roundtrips` or `--tasks`.
+struct Sizes {
+    /// Rounds.
+    rounds: usize,
+    /// Round trips per measurement.
+    roundtrips: u64,
+    /// Tasks per throughput measurement.
+    tasks: u64,
+}
+
+/// A full run.
+const FULL: Sizes = Sizes { rounds: 5, roundtrips: 20_000, tasks: 1_000_000 };
+/// `--quick`: a smoke run for CI.
+const QUICK: Sizes = Sizes { rounds: 2, roundtrips: 2_000, tasks: 100_000 };
+
+/// Compares thread pools side by side in one run: cotenant (fixed and adaptive), rayon, a
+/// crossbeam-channel pool, threadpool, tokio's blocking pool and the seed's friendlypool. Prints
+/// one markdown table per workload, with each peer's ratio to the best peer of the run.
+#[derive(Parser, Debug)]
+#[command(name = "pool-bench", version)]
+struct Args {
+    /// Rounds; each runs every peer once, in an order rotated by the round [default: 5; 2 with
+    /// --quick]
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    rounds: Option<usize>,
+
+    /// Sequential spawn + join round trips per measurement [default: 20000; 2000 with --quick]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    roundtrips: Option<u64>,
+
+    /// Tasks per throughput measurement [default: 1000000; 100000 with --quick]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    tasks: Option<u64>,
+
+    /// Threads in every pool [default: the available CPUs]
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    threads: Option<usize>,
+
+    /// Peers to run, comma-separated [default: all]
+    #[arg(long, value_name = "PEERS", value_enum, value_delimiter = ',')]
+    peers: Vec<PeerKind>,
+
+    /// Smoke run for CI: 2 rounds, 2000 round trips, 100000 tasks (explicit sizes still win)
+    #[arg(long)]
+    quick: bool,
+
+    /// Instead of the workloads: the CPU use of cotenant's adaptive controller thread, idle for
+    /// SECONDS and then saturated for SECONDS
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    controller_cost: Option<f64>,
+
+    /// The controller thread's name, for --controller-cost
+    #[arg(long, value_name = "NAME", default_value = "cotenant-ctl")]
+    ctl_thread: String,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("pool-bench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs what `args` asks for; tables go to stdout, progress to stderr.
+fn run(args: &Args) -> Result<(), String> {
+    let cpus = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    let threads = args.threads.unwrap_or(cpus);
+    let host = Host::detect(cpus);
+
+    if let Some(seconds) = args.controller_cost {
+        println!("{}", host.header(&format!("threads per pool: {threads}; window: {seconds} s per phase")));
+        return controller_cost::run(seconds, threads, &args.ctl_thread);
+    }
+
+    let sizes = if args.quick { QUICK } else { FULL };
+    let config = Config {
+        threads,
+        cpus,
+        rounds: args.rounds.unwrap_or(sizes.rounds),
+        roundtrips: args.roundtrips.unwrap_or(sizes.roundtrips),
+        tasks: args.tasks.unwrap_or(sizes.tasks),
+        peers: selected_peers(&args.peers),
+    };
+    let peer_names: Vec<&str> = config.peers.iter().map(|peer| peer.name()).collect();
+    println!(
+        "{}",
+        host.header(&format!(
+            "threads per pool: {threads}; rounds: {}; roundtrips: {}; tasks: {}; peers: {}",
+            config.rounds,
+            config.roundtrips,
+            config.tasks,
+            peer_names.join(", ")
+        ))
+    );
+
+    for workload in Workload::ALL {
+        let values = workloads::run_rounds(workload, &config)?;
+        let rows: Vec<(&str, Vec<f64>)> = peer_names.iter().copied().zip(values).collect();
+        println!(
+            "{}",
+            report::table(&workload.title(&config), workload.better(), |v| workload.show(v), &rows)
+        );
+    }
+    Ok(())
+}
+
+/// The peers asked for, without repeats, in the order given; every peer if none was named.
+fn selected_peers(asked: &[PeerKind]) -> Vec<PeerKind> {
+    if asked.is_empty() {
+        return PeerKind::ALL.to_vec();
+    }
+    let mut peers = Vec::with_capacity(asked.len());
+    for &peer in asked {
+        if !peers.contains(&peer) {
+            peers.push(peer);
+        }
+    }
+    peers
+}
+
+/// A count of at least 1.
+fn parse_positive(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A positive, finite number of seconds, at most a day.
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    let seconds: f64 = text.parse().map_err(|e: std::num::ParseFloatError| e.to_string())?;
+    if seconds > 0.0 && seconds <= 86_400.0 {
+        Ok(seconds)
+    } else {
+        Err("must be a number of seconds above 0 and at most 86400".to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn peers_parse_from_a_comma_list_and_repeats_are_dropped() {
+        let args = Args::try_parse_from(["pool-bench", "--peers", "rayon,cotenant-fixed,rayon"]).unwrap();
+        assert_eq!(selected_peers(&args.peers), vec![PeerKind::Rayon, PeerKind::CotenantFixed]);
+        let all = Args::try_parse_from(["pool-bench"]).unwrap();
+        assert_eq!(selected_peers(&all.peers), PeerKind::ALL.to_vec());
+        assert!(Args::try_parse_from(["pool-bench", "--peers", "nope"]).is_err());
+    }
+
+    #[test]
+    fn sizes_must_be_positive() {
+        assert!(Args::try_parse_from(["pool-bench", "--rounds", "0"]).is_err());
+        assert!(Args::try_parse_from(["pool-bench", "--tasks", "0"]).is_err());
+        assert!(Args::try_parse_from(["pool-bench", "--controller-cost", "0"]).is_err());
+        assert!(Args::try_parse_from(["pool-bench", "--controller-cost", "nan"]).is_err());
+        let quick = Args::try_parse_from(["pool-bench", "--quick", "--rounds", "3"]).unwrap();
+        assert!(quick.quick);
+        assert_eq!(quick.rounds, Some(3));
+    }
+}

@@ -1,0 +1,90 @@
+//! [`Metrics`]: a snapshot of a pool's counters and gauges, printable for people
+//! ([`Display`](std::fmt::Display)) and for Prometheus ([`Metrics::to_prometheus`]).
+
+use std::fmt;
+
+/// A snapshot of a [`Pool`](crate::Pool)'s state. Counters only grow; gauges are "now".
+///
+/// ```
+/// let pool = cotenant::Pool::builder().policy(cotenant::Policy::fixed(1)).build().unwrap();
+/// pool.spawn(|| ()).join().unwrap();
+/// let metrics = pool.metrics();
+/// assert_eq!((metrics.threads, metrics.target, metrics.completed), (1, 1, 1));
+/// assert!(metrics.to_prometheus("api").contains("cotenant_pool_completed_total{pool=\"api\"} 1"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// Gauge: OS threads the pool started.
+    pub threads: usize,
+    /// Gauge: workers allowed to run now.
+    pub target: usize,
+    /// Gauge: workers running tasks now (in a busy stretch).
+    pub running: usize,
+    /// Gauge: tasks waiting in the queue.
+    pub queued: usize,
+    /// The queue's capacity.
+    pub queue_capacity: usize,
+    /// Counter: tasks that ran to completion or panicked, including those run by a submitter
+    /// under `Full::CallerRuns`.
+    pub completed: u64,
+    /// Counter: tasks run on the submitting thread because the queue was full.
+    pub caller_ran: u64,
+    /// Counter: tasks refused (queue full under `Full::Reject` or `try_spawn`, or shut down).
+    pub rejected: u64,
+    /// Counter: tasks that panicked (also counted in `completed`).
+    pub panicked: u64,
+    /// Counter: decisions the controller made (one per period for dynamic policies).
+    pub decisions: u64,
+    /// Counter: periods in which sampling failed and the pool fell back to all its workers.
+    pub sample_errors: u64,
+}
+
+impl Metrics {
+    /// The metrics in the Prometheus text exposition format, labelled `pool="<pool>"`.
+    pub fn to_prometheus(&self, pool: &str) -> String {
+        let label = pool.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+        let rows: [(&str, &str, &str, u64); 11] = [
+            ("threads", "gauge", "OS threads the pool started", self.threads as u64),
+            ("target", "gauge", "workers allowed to run", self.target as u64),
+            ("running", "gauge", "workers running tasks", self.running as u64),
+            ("queued", "gauge", "tasks waiting in the queue", self.queued as u64),
+            ("queue_capacity", "gauge", "capacity of the queue", self.queue_capacity as u64),
+            ("completed_total", "counter", "tasks completed (including panicked)", self.completed),
+            ("caller_ran_total", "counter", "tasks run by the submitter on a full queue", self.caller_ran),
+            ("rejected_total", "counter", "tasks refused", self.rejected),
+            ("panicked_total", "counter", "tasks that panicked", self.panicked),
+            ("decisions_total", "counter", "controller decisions", self.decisions),
+            ("sample_errors_total", "counter", "periods whose sampling failed", self.sample_errors),
+        ];
+        let mut out = String::new();
+        for (name, kind, help, value) in rows {
+            out.push_str(&format!(
+                "# HELP cotenant_pool_{name} {help}\n# TYPE cotenant_pool_{name} {kind}\n\
+                 cotenant_pool_{name}{{pool=\"{label}\"}} {value}\n"
+            ));
+        }
+        out
+    }
+}
+
+impl fmt::Display for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "target {}/{} threads, {} running, {}/{} queued; {} completed ({} by callers), {} panicked, \
+             {} rejected; {} decisions, {} sample errors",
+            self.target,
+            self.threads,
+            self.running,
+            self.queued,
+            self.queue_capacity,
+            self.completed,
+            self.caller_ran,
+            self.panicked,
+            self.rejected,
+            self.decisions,
+            self.sample_errors
+        )
+    }
+}

@@ -1,0 +1,168 @@
+//! cotenant's controller (`Policy::adaptive`). The mechanism, the alternatives tried and their
+//! numbers are in `docs/policy.md`. Each period, in order:
+//!
+//! 1. **Quota**: never more than [`Sample::cap`] workers (what the quota and CPUs pay for).
+//! 2. **Hold**: the period after a change straddles it; decide nothing from it.
+//! 3. **Contention**: our workers waited for a CPU (at least `wait_threads` of them on average
+//!    and `wait_fraction` of the target), or the cgroup was throttled: shrink multiplicatively
+//!    (`decrease`). Multiplicative, so that a bigger pool gives back more than a smaller one:
+//!    repeated, it equalises neighbours (Chiu and Jain's AIMD argument).
+//! 4. **Idle**: CPUs idle and work queued (or every allowed worker busy): grow into them,
+//!    all of them when nobody else runs, half of them when neighbours run (they may grow too).
+//! 5. **Probe**: no idle CPU, work waiting, and the neighbours together use at least a CPU
+//!    more than we do: every `probe_wait` periods try one more worker. If our fair share is
+//!    larger, the neighbour (bigger, so waiting more) shrinks at step 3 and we keep it; if not,
+//!    we shrink and wait twice as long before the next probe. This is what breaks the lock-in
+//!    of the share formula, where a small pool stays small because it is small.
+
+use super::{Decision, PolicyState, Reason, Sample};
+
+/// The adaptive controller's constants (defaults chosen with the simulator and measured on a
+/// real host; `docs/policy.md` has the numbers).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdaptiveConfig {
+    /// Shrink when at least this many of our workers waited, on average, for a CPU...
+    pub wait_threads: f64,
+    /// ...and that is at least this fraction of the target (filters host noise on big pools).
+    pub wait_fraction: f64,
+    /// Shrink when the cgroup was throttled this fraction of the period or more.
+    pub throttled_fraction: f64,
+    /// The largest share of the target given back in one period (guards against a spike in
+    /// the measurement); the usual decrease is the number of workers that waited.
+    pub max_decrease: f64,
+    /// Grow only when at least this many CPUs were idle.
+    pub idle_cpus: f64,
+    /// Neighbours using less than this many CPUs count as absent (grow into all idle CPUs).
+    pub neighbour_cpus: f64,
+    /// A busy-worker average at or above this fraction of the target counts as saturated.
+    pub saturated_fraction: f64,
+    /// The first wait between probes, in periods; doubles after each failed probe.
+    pub probe_wait_min: u32,
+    /// The longest wait between probes, in periods.
+    pub probe_wait_max: u32,
+}
+
+impl Default for AdaptiveConfig {
+    fn default() -> Self {
+        AdaptiveConfig {
+            wait_threads: 0.3,
+            wait_fraction: 0.02,
+            throttled_fraction: 0.05,
+            max_decrease: 0.5,
+            idle_cpus: 0.5,
+            neighbour_cpus: 0.5,
+            saturated_fraction: 0.9,
+            probe_wait_min: 4,
+            probe_wait_max: 300,
+        }
+    }
+}
+
+impl AdaptiveConfig {
+    pub(super) fn validate(&self) -> Result<(), String> {
+        let positive = [
+            ("wait_threads", self.wait_threads),
+            ("idle_cpus", self.idle_cpus),
+            ("saturated_fraction", self.saturated_fraction),
+        ];
+        for (name, value) in positive {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(format!("AdaptiveConfig::{name} must be finite and > 0, got {value}"));
+            }
+        }
+        for (name, value) in [
+            ("wait_fraction", self.wait_fraction),
+            ("throttled_fraction", self.throttled_fraction),
+            ("neighbour_cpus", self.neighbour_cpus),
+        ] {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(format!("AdaptiveConfig::{name} must be finite and >= 0, got {value}"));
+            }
+        }
+        if !(self.max_decrease > 0.0 && self.max_decrease < 1.0) {
+            return Err(format!("AdaptiveConfig::max_decrease must be in (0, 1), got {}", self.max_decrease));
+        }
+        if self.probe_wait_min == 0 || self.probe_wait_max < self.probe_wait_min {
+            return Err(format!(
+                "AdaptiveConfig probe waits need 1 <= probe_wait_min <= probe_wait_max, got {} and {}",
+                self.probe_wait_min, self.probe_wait_max
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A probe adds `max(1, gap / PROBE_GAP_DIVISOR)` workers, the gap being how many more CPUs
+/// the neighbours use than we do.
+const PROBE_GAP_DIVISOR: f64 = 8.0;
+
+pub(super) fn decide(config: &AdaptiveConfig, sample: &Sample, state: &mut PolicyState) -> Decision {
+    if state.probe_wait == 0 {
+        state.probe_wait = config.probe_wait_min;
+    }
+    let cap = sample.cap();
+    let current = state.target.clamp(1, cap);
+    // 1. Quota (and a thread count or CPU set that shrank under us).
+    if current < state.target {
+        state.hold = 1;
+        state.probing = false;
+        return Decision { target: current, reason: Reason::Quota };
+    }
+    // 2. Hold.
+    if state.hold > 0 {
+        state.hold -= 1;
+        return Decision { target: current, reason: Reason::Hold };
+    }
+    let waiting = sample.waiting_workers();
+    let contended = (waiting >= config.wait_threads && waiting >= config.wait_fraction * f64::from(current))
+        || sample.throttled_fraction() >= config.throttled_fraction;
+    let saturated =
+        sample.queued > 0 || sample.busy_workers() >= config.saturated_fraction * f64::from(current);
+    let idle = sample.idle_cpus();
+    let neighbours = sample.neighbour_cpus();
+
+    // 3. Contention.
+    if contended {
+        if state.probing {
+            // The probe cost us more than it gained: back off.
+            state.probe_wait = (state.probe_wait * 2).min(config.probe_wait_max);
+            state.probing = false;
+        }
+        if current == 1 {
+            return Decision { target: 1, reason: Reason::Contention };
+        }
+        // Give back the workers that waited: exactly the excess when everyone does it, and
+        // proportional to our size (each runnable thread waits alike under a fair scheduler),
+        // so a bigger pool gives back more: repeated, this equalises the pools.
+        let most = ((f64::from(current) * config.max_decrease).ceil() as u32).max(1);
+        let give_back = (waiting.round() as u32).clamp(1, most);
+        let decreased = current.saturating_sub(give_back).max(1);
+        state.hold = 1;
+        return Decision { target: decreased, reason: Reason::Contention };
+    }
+    if state.probing && state.since_change >= 2 {
+        // Two clean periods after the probe: it succeeded. Probe again soon.
+        state.probing = false;
+        state.probe_wait = config.probe_wait_min;
+    }
+    if !saturated || current >= cap {
+        return Decision { target: current, reason: Reason::Steady };
+    }
+    // 4. Idle CPUs.
+    if idle >= config.idle_cpus {
+        let share = if neighbours < config.neighbour_cpus { idle } else { idle / 2.0 };
+        let grow = (share.ceil() as u32).max(1);
+        state.hold = 1;
+        return Decision { target: current.saturating_add(grow).min(cap), reason: Reason::Idle };
+    }
+    // 5. Fairness probe.
+    if neighbours >= sample.own_cpus() + 1.0 && state.since_change + 1 >= state.probe_wait {
+        // One worker, or an eighth of the gap on big hosts so that 64 CPUs converge as fast as
+        // 16 (the bigger neighbour gives back what its workers then wait).
+        let step = (((neighbours - sample.own_cpus()) / PROBE_GAP_DIVISOR).floor() as u32).max(1);
+        state.probing = true;
+        state.hold = 1;
+        return Decision { target: current.saturating_add(step).min(cap), reason: Reason::Probe };
+    }
+    Decision { target: current, reason: Reason::Steady }
+}

@@ -1,0 +1,293 @@
+//! Pure decision logic: a [`Sample`] of one period plus the policy's [`PolicyState`] give the
+//! next target. No clock, no I/O, no threads: the pool's controller, the simulator
+//! ([`sim`]) and the recorded vectors of `testdata/policy/` all call the same functions.
+//!
+//! | policy | module | what it does |
+//! |---|---|---|
+//! | [`Policy::fixed`] | here | a constant target |
+//! | [`Policy::share`] | `share.rs` | seed 000 §5.2's formula, faithfully (locks in, see `docs/policy.md`) |
+//! | [`Policy::adaptive`] | `adaptive.rs` | cotenant's controller: contention, idle CPUs, fairness probes |
+//!
+//! Invariant: every decision is in `1..=sample.threads`, and a dynamic policy never exceeds
+//! [`Sample::cap`] (what the quota pays for).
+
+mod adaptive;
+mod share;
+pub mod sim;
+
+use std::fmt;
+
+pub use adaptive::AdaptiveConfig;
+
+/// How a pool decides how many of its workers may run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    Fixed(usize),
+    Share(f64),
+    Adaptive(AdaptiveConfig),
+}
+
+impl Policy {
+    /// cotenant's controller (the default): shrinks when neighbours make our workers wait for a
+    /// CPU, grows into idle CPUs while work is queued, never plans more workers than the quota
+    /// pays for, and probes for its fair share so that it cannot lock in (`docs/policy.md`).
+    pub fn adaptive() -> Self {
+        Policy { kind: Kind::Adaptive(AdaptiveConfig::default()) }
+    }
+
+    /// [`Policy::adaptive`] with tuned constants (for experiments; the defaults are measured).
+    pub fn adaptive_with(config: AdaptiveConfig) -> Self {
+        Policy { kind: Kind::Adaptive(config) }
+    }
+
+    /// Seed 000 §5.2: `target = ceil(overcommit · Δcpu_self / Δcpu_busy · CPUs)`, computed on
+    /// the CPUs this process may use and capped by the quota. `overcommit` > 0; 1 is the seed's
+    /// default, larger trades latency for throughput (its Figure 8).
+    pub fn share(overcommit: f64) -> Self {
+        Policy { kind: Kind::Share(overcommit) }
+    }
+
+    /// A constant target of `n` workers: the "ignorant" pool when `n` is the CPU count, the
+    /// "optimal" one when it is CPUs / processes. No controller runs for a fixed pool.
+    pub fn fixed(n: usize) -> Self {
+        Policy { kind: Kind::Fixed(n) }
+    }
+
+    /// The policy's name: `fixed`, `share` or `adaptive`.
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            Kind::Fixed(_) => "fixed",
+            Kind::Share(_) => "share",
+            Kind::Adaptive(_) => "adaptive",
+        }
+    }
+
+    /// `Some(n)` for `fixed(n)`.
+    pub fn fixed_target(&self) -> Option<usize> {
+        match self.kind {
+            Kind::Fixed(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Checks the parameters; the text says what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        match &self.kind {
+            Kind::Fixed(0) => Err("Policy::fixed(n) needs n >= 1, got 0".into()),
+            Kind::Share(o) if !(o.is_finite() && *o > 0.0) => {
+                Err(format!("Policy::share(overcommit) needs a finite overcommit > 0, got {o}"))
+            }
+            Kind::Adaptive(config) => config.validate(),
+            _ => Ok(()),
+        }
+    }
+
+    /// The next target after a period described by `sample`.
+    pub fn decide(&self, sample: &Sample, state: &mut PolicyState) -> Decision {
+        let decision = match &self.kind {
+            Kind::Fixed(n) => Decision { target: clamp(*n as u32, sample.threads), reason: Reason::Fixed },
+            Kind::Share(o) => share::decide(*o, sample),
+            Kind::Adaptive(config) => adaptive::decide(config, sample, state),
+        };
+        debug_assert!(decision.target >= 1 && decision.target <= sample.threads.max(1));
+        state.record(decision.target);
+        decision
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Kind::Fixed(n) => write!(f, "fixed({n})"),
+            Kind::Share(o) => write!(f, "share({o})"),
+            Kind::Adaptive(_) => f.write_str("adaptive"),
+        }
+    }
+}
+
+/// The target when there is no sample (sampling failed): every worker the quota pays for,
+/// or every thread when even that is unknown — the pool then behaves like a plain pool.
+pub fn fallback_target(threads: u32, cap: Option<u32>) -> u32 {
+    clamp(cap.unwrap_or(threads), threads)
+}
+
+/// One period, as the controller measured it. Times are nanoseconds of that period; CPU
+/// amounts derived from them are in CPUs (1.0 = one CPU busy for the whole period).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Sample {
+    /// Wall-clock length of the period.
+    pub elapsed_ns: u64,
+    /// The pool's OS threads.
+    pub threads: u32,
+    /// CPUs this process may run on (online ∩ affinity ∩ cpuset).
+    pub cpus: u32,
+    /// The CPU limit set by quotas (`None`: no quota).
+    pub quota_cpus: Option<f64>,
+    /// CPU time of this whole process.
+    pub self_ns: u64,
+    /// CPU time of every task on the CPUs we may use (busy time of those CPUs).
+    pub busy_ns: u64,
+    /// Idle time of the CPUs we may use.
+    pub idle_ns: u64,
+    /// Runnable tasks on the host at the end of the period (`/proc/stat` `procs_running`).
+    pub procs_running: Option<u32>,
+    /// Time our cgroup was throttled by its quota (`cpu.stat`).
+    pub throttled_ns: u64,
+    /// Wall-clock time our workers spent in busy stretches (running tasks back to back).
+    pub workers_busy_ns: u64,
+    /// CPU time our workers got (`None` when per-thread clocks are unavailable).
+    pub workers_cpu_ns: Option<u64>,
+    /// Time our workers waited on a run queue (schedstat), when the kernel reports it.
+    pub workers_runq_wait_ns: Option<u64>,
+    /// Tasks waiting in our queue at the end of the period.
+    pub queued: u32,
+}
+
+impl Sample {
+    fn per_period(&self, ns: u64) -> f64 {
+        if self.elapsed_ns == 0 {
+            0.0
+        } else {
+            ns as f64 / self.elapsed_ns as f64
+        }
+    }
+
+    /// The most workers the quota and the allowed CPUs pay for: `min(threads, cpus,
+    /// floor(quota))`, at least 1. Floor, because a worker the quota cannot pay for in full is
+    /// throttled at the end of every period (seed 000 §3, seed 001).
+    pub fn cap(&self) -> u32 {
+        let mut cap = self.threads.max(1);
+        if self.cpus > 0 {
+            cap = cap.min(self.cpus);
+        }
+        if let Some(quota) = self.quota_cpus {
+            // A tiny epsilon so that 2.0 stored as 1.9999999 still pays for 2 workers.
+            cap = cap.min(((quota + 1e-9).floor() as u32).max(1));
+        }
+        cap.max(1)
+    }
+
+    /// CPUs this process used.
+    pub fn own_cpus(&self) -> f64 {
+        self.per_period(self.self_ns)
+    }
+
+    /// CPUs everyone else used on the CPUs we may use.
+    pub fn neighbour_cpus(&self) -> f64 {
+        self.per_period(self.busy_ns.saturating_sub(self.self_ns))
+    }
+
+    /// CPUs left idle among those we may use.
+    pub fn idle_cpus(&self) -> f64 {
+        self.per_period(self.idle_ns)
+    }
+
+    /// Our workers that were, on average, runnable but not running: run-queue wait from
+    /// schedstat when the kernel has it, otherwise busy wall time minus CPU time (which also
+    /// counts time a task spent blocked; cotenant's pool is for CPU-bound work).
+    pub fn waiting_workers(&self) -> f64 {
+        match (self.workers_runq_wait_ns, self.workers_cpu_ns) {
+            (Some(wait), _) => self.per_period(wait),
+            (None, Some(cpu)) => self.per_period(self.workers_busy_ns.saturating_sub(cpu)),
+            (None, None) => 0.0,
+        }
+    }
+
+    /// Workers in busy stretches, on average over the period.
+    pub fn busy_workers(&self) -> f64 {
+        self.per_period(self.workers_busy_ns)
+    }
+
+    /// The share of the period our cgroup was throttled.
+    pub fn throttled_fraction(&self) -> f64 {
+        self.per_period(self.throttled_ns)
+    }
+}
+
+/// What a policy remembers between periods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyState {
+    /// The target in force during the period being decided.
+    pub target: u32,
+    /// Periods to keep the target unchanged (the period after a change mixes old and new).
+    pub hold: u32,
+    /// Periods since the target last changed.
+    pub since_change: u32,
+    /// Periods to wait between fairness probes (doubles after a probe that failed).
+    pub probe_wait: u32,
+    /// Whether the last change was a probe that has not yet been confirmed.
+    pub probing: bool,
+}
+
+impl PolicyState {
+    /// The state of a pool that starts with `target` workers allowed.
+    pub fn new(target: u32) -> Self {
+        PolicyState { target: target.max(1), hold: 0, since_change: 0, probe_wait: 0, probing: false }
+    }
+
+    fn record(&mut self, target: u32) {
+        if target == self.target {
+            self.since_change = self.since_change.saturating_add(1);
+        } else {
+            self.since_change = 0;
+        }
+        self.target = target;
+    }
+}
+
+/// A policy's answer for one period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// Workers allowed to run in the next period.
+    pub target: u32,
+    /// Why.
+    pub reason: Reason,
+}
+
+/// Why a decision was made (for tracing, the simulator's tables and the tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reason {
+    /// `Policy::fixed`.
+    Fixed,
+    /// `Policy::share`'s formula.
+    Share,
+    /// Lowered to what the quota pays for.
+    Quota,
+    /// Our workers waited for a CPU (or the cgroup was throttled): shrink.
+    Contention,
+    /// Idle CPUs and queued work: grow.
+    Idle,
+    /// One more worker to test whether our fair share is larger (no idle, neighbours bigger).
+    Probe,
+    /// Nothing calls for a change.
+    Steady,
+    /// Holding after a change (the period straddled it).
+    Hold,
+}
+
+impl Reason {
+    /// A short lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Fixed => "fixed",
+            Reason::Share => "share",
+            Reason::Quota => "quota",
+            Reason::Contention => "contention",
+            Reason::Idle => "idle",
+            Reason::Probe => "probe",
+            Reason::Steady => "steady",
+            Reason::Hold => "hold",
+        }
+    }
+}
+
+/// `value` clamped to `1..=threads`.
+fn clamp(value: u32, threads: u32) -> u32 {
+    value.clamp(1, threads.max(1))
+}

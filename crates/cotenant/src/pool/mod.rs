@@ -1,0 +1,663 @@
+//! The friendly pool (seed 000 §5.2, made production-grade): a fixed set of OS threads of
+//! which only the first `target` run tasks; a process-wide controller re-decides the target
+//! every period from what the neighbours and the quota leave us (see [`Policy`]).
+//!
+//! | file | what it owns |
+//! |---|---|
+//! | `mod.rs` | [`Builder`], [`Pool`], submission and the rejection policies ([`Full`]), shutdown |
+//! | `task.rs` | [`Task`] and [`JoinError`]: a task's result, panic or cancellation |
+//! | `queue.rs` | the bounded MPMC queue |
+//! | `sleep.rs` | the target, sleeping workers and wake-ups (protocol in `pool/README.md`) |
+//! | `worker.rs` | the worker loop and per-worker counters |
+//! | `control.rs` | the process-wide control thread: sampler → policy → `set_target` |
+
+#[cfg(not(loom))]
+pub(crate) mod control;
+mod queue;
+mod sleep;
+mod task;
+mod worker;
+
+#[cfg(all(test, loom))]
+#[path = "tests/loom_protocol.rs"]
+mod loom_protocol;
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::metrics::Metrics;
+use crate::policy::Policy;
+use crate::sync::{
+    fence, lock, thread, wait, AtomicBool, AtomicU64, AtomicUsize, CachePadded, Condvar, Mutex,
+};
+use crate::sync::{Arc, Ordering};
+use queue::Queue;
+use sleep::Sleep;
+use task::{failed_task, task_pair, Job, Outcome};
+use worker::WorkerStats;
+
+pub use task::{JoinError, Task};
+
+/// The default queue capacity: room for a burst of a few thousand tasks without blocking the
+/// submitter, small enough (about 100 KiB) that a forgotten pool does not hoard memory.
+pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
+
+/// The longest period accepted: a controller that decides less often than this cannot follow
+/// neighbours at all.
+pub const MAX_PERIOD: Duration = Duration::from_secs(10);
+
+/// What a submit does when the queue is full (the rejection policies of seed 002).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Full {
+    /// Wait until a worker frees a slot (the default: back-pressure on the producer, nothing
+    /// lost). Submits waiting when the pool shuts down are rejected.
+    #[default]
+    Block,
+    /// Run the task on the submitting thread, which slows the producer down by exactly the
+    /// work it tried to add.
+    CallerRuns,
+    /// Refuse the task: [`Pool::spawn`] returns a task that fails with [`JoinError::Rejected`],
+    /// [`Pool::execute`] drops it; both are counted in [`Metrics::rejected`].
+    Reject,
+}
+
+/// Why a pool could not be built.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A builder argument was out of range; the text says which and why.
+    InvalidArgument(String),
+    /// The operating system refused to start a worker thread (the threads already started
+    /// were stopped and joined).
+    Spawn(std::io::Error),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::InvalidArgument(why) => write!(f, "invalid pool configuration: {why}"),
+            BuildError::Spawn(error) => write!(f, "could not start a worker thread: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::Spawn(error) => Some(error),
+            BuildError::InvalidArgument(_) => None,
+        }
+    }
+}
+
+/// Why [`Pool::try_spawn`] refused a task (the closure is dropped without running).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TrySpawnError {
+    /// The queue was full.
+    Full,
+    /// The pool is shutting down or shut down.
+    ShutDown,
+}
+
+impl fmt::Display for TrySpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrySpawnError::Full => f.write_str("the pool's queue is full"),
+            TrySpawnError::ShutDown => f.write_str("the pool is shut down"),
+        }
+    }
+}
+
+impl std::error::Error for TrySpawnError {}
+
+/// Configures and starts a [`Pool`]. Every setting is optional.
+///
+/// ```
+/// use std::time::Duration;
+/// let pool = cotenant::Pool::builder()
+///     .policy(cotenant::Policy::adaptive())
+///     .threads(2)
+///     .period(Duration::from_millis(10))
+///     .queue_capacity(1024)
+///     .on_full(cotenant::Full::Block)
+///     .name("worker")
+///     .build()
+///     .unwrap();
+/// assert_eq!(pool.threads(), 2);
+/// assert!((1..=2).contains(&pool.target()));
+/// pool.shutdown();
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a Builder does nothing until build() is called"]
+pub struct Builder {
+    policy: Policy,
+    threads: Option<usize>,
+    period: Option<Duration>,
+    queue_capacity: usize,
+    on_full: Full,
+    name: String,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            policy: Policy::adaptive(),
+            threads: None,
+            period: None,
+            queue_capacity: DEFAULT_QUEUE_CAPACITY,
+            on_full: Full::Block,
+            name: "cotenant".to_owned(),
+        }
+    }
+}
+
+impl Builder {
+    /// How the target is decided. Default: [`Policy::adaptive`].
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// OS threads to start. Default: the CPUs this process may run on (online ∩ affinity ∩
+    /// cpuset, see [`crate::cpus`]), or `n` for [`Policy::fixed`]`(n)`.
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = Some(threads);
+        self
+    }
+
+    /// How often the controller re-decides the target. Default: one clock tick
+    /// (`sysconf(_SC_CLK_TCK)`, 10 ms on most kernels), the granularity of the kernel's
+    /// per-CPU time accounting. Ignored by [`Policy::fixed`].
+    pub fn period(mut self, period: Duration) -> Self {
+        self.period = Some(period);
+        self
+    }
+
+    /// The most tasks that may wait in the queue. Default: [`DEFAULT_QUEUE_CAPACITY`].
+    pub fn queue_capacity(mut self, capacity: usize) -> Self {
+        self.queue_capacity = capacity;
+        self
+    }
+
+    /// What a submit does when the queue is full. Default: [`Full::Block`].
+    pub fn on_full(mut self, on_full: Full) -> Self {
+        self.on_full = on_full;
+        self
+    }
+
+    /// The worker threads' name prefix: workers are named `<name>-<index>`. Default: `cotenant`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Starts the threads (and registers with the controller unless the policy is fixed).
+    pub fn build(self) -> Result<Pool, BuildError> {
+        let invalid = |why: String| Err(BuildError::InvalidArgument(why));
+        if let Err(why) = self.policy.validate() {
+            return invalid(why);
+        }
+        let threads = match (self.threads, self.policy.fixed_target()) {
+            (Some(threads), _) => threads,
+            (None, Some(fixed)) => fixed,
+            (None, None) => default_threads(),
+        };
+        if threads == 0 {
+            return invalid("threads must be at least 1, got 0".into());
+        }
+        if let Some(fixed) = self.policy.fixed_target() {
+            if fixed > threads {
+                return invalid(format!(
+                    "Policy::fixed({fixed}) asks for more workers than threads({threads})"
+                ));
+            }
+        }
+        if self.queue_capacity == 0 {
+            return invalid("queue_capacity must be at least 1, got 0".into());
+        }
+        let period = self.period.unwrap_or_else(default_period);
+        if period.is_zero() || period > MAX_PERIOD {
+            return invalid(format!("period must be more than 0 and at most {MAX_PERIOD:?}, got {period:?}"));
+        }
+        if self.name.contains('\0') {
+            return invalid("name must not contain a NUL byte".into());
+        }
+        // Dynamic policies start with every worker allowed (all threads are ours until the
+        // first sample says otherwise); the controller corrects it within one period.
+        let initial_target = self.policy.fixed_target().unwrap_or(threads);
+        let shared = Arc::new(Shared {
+            queue: Queue::new(self.queue_capacity),
+            sleep: Sleep::new(threads, initial_target),
+            gate: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
+            cancelling: AtomicBool::new(false),
+            on_full: self.on_full,
+            blocked: AtomicUsize::new(0),
+            blocked_lock: Mutex::new(()),
+            not_full: Condvar::new(),
+            workers: (0..threads).map(|_| CachePadded(WorkerStats::default())).collect(),
+            rejected: AtomicU64::new(0),
+            caller_ran: AtomicU64::new(0),
+            decisions: AtomicU64::new(0),
+            sample_errors: AtomicU64::new(0),
+            epoch: Instant::now(),
+        });
+        let mut handles = Vec::with_capacity(threads);
+        for index in 0..threads {
+            let worker_shared = shared.clone();
+            match thread::spawn_named(format!("{}-{index}", self.name), move || {
+                worker::run(worker_shared, index)
+            }) {
+                Ok(handle) => handles.push(handle),
+                Err(error) => {
+                    shared.close(true);
+                    for handle in handles {
+                        let _ = handle.join();
+                    }
+                    return Err(BuildError::Spawn(error));
+                }
+            }
+        }
+        #[cfg(not(loom))]
+        let control = if self.policy.fixed_target().is_none() {
+            Some(control::register(&shared, self.policy.clone(), period, threads))
+        } else {
+            None
+        };
+        Ok(Pool {
+            shared,
+            handles: Mutex::new(handles),
+            threads,
+            policy: self.policy,
+            period,
+            name: self.name,
+            #[cfg(not(loom))]
+            control,
+        })
+    }
+}
+
+/// The CPUs this process may run on: `cpus::detect()`'s allowed CPUs, or what the standard
+/// library reports when detection fails (it reads the affinity mask too).
+fn default_threads() -> usize {
+    #[cfg(not(loom))]
+    if let Ok(budget) = crate::cpus::detect() {
+        return budget.allowed_cpus().max(1) as usize;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// One clock tick: `1 s / sysconf(_SC_CLK_TCK)` (the reference implementation divided by the
+/// constant `_SC_CLK_TCK`, the *name* of the setting, and got 500 ms).
+pub fn default_period() -> Duration {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        Duration::from_nanos(1_000_000_000 / ticks as u64)
+    } else {
+        Duration::from_millis(10)
+    }
+}
+
+/// The highest bit of `Shared::gate`: set once the pool stops accepting tasks. The other bits
+/// count submits in progress, so that shutdown can wait until no push is in flight.
+const CLOSED: usize = 1 << (usize::BITS - 1);
+
+/// State shared by the pool handle, its workers and the controller.
+pub(crate) struct Shared {
+    queue: Queue<Job>,
+    pub(crate) sleep: Sleep,
+    gate: AtomicUsize,
+    stopped: AtomicBool,
+    cancelling: AtomicBool,
+    on_full: Full,
+    /// Submitters waiting for room (`Full::Block`), and what they wait on.
+    blocked: AtomicUsize,
+    blocked_lock: Mutex<()>,
+    not_full: Condvar,
+    pub(crate) workers: Box<[CachePadded<WorkerStats>]>,
+    rejected: AtomicU64,
+    caller_ran: AtomicU64,
+    pub(crate) decisions: AtomicU64,
+    pub(crate) sample_errors: AtomicU64,
+    pub(crate) epoch: Instant,
+}
+
+enum Refused {
+    Full(Job),
+    ShutDown(Job),
+}
+
+impl Shared {
+    /// The pool accepts nothing more and no submit is in flight: workers drain and exit.
+    /// Set by `close` only after the last in-flight push finished, so a worker that sees it
+    /// and then an empty queue can exit without stranding a task.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Closed, and no submit is between its gate check and its push.
+    fn is_quiet(&self) -> bool {
+        self.gate.load(Ordering::SeqCst) == CLOSED
+    }
+
+    fn is_cancelling(&self) -> bool {
+        self.cancelling.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Step P (README): one attempt to enqueue; on success wakes an allowed sleeper if any.
+    fn push(&self, job: Job) -> Result<(), Refused> {
+        if self.gate.fetch_add(1, Ordering::SeqCst) & CLOSED != 0 {
+            self.gate.fetch_sub(1, Ordering::SeqCst);
+            return Err(Refused::ShutDown(job));
+        }
+        let result = match self.queue.push(job) {
+            Ok(()) => {
+                // Pairs with the fences in `Sleep::sleep` and `Sleep::set_target`.
+                fence(Ordering::SeqCst);
+                self.sleep.wake_one_allowed();
+                Ok(())
+            }
+            Err(job) => Err(Refused::Full(job)),
+        };
+        self.gate.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+
+    /// Enqueues under the pool's [`Full`] policy. `Err` gives back a job that must not run.
+    fn submit(&self, job: Job) -> Result<(), JoinError> {
+        let job = match self.push(job) {
+            Ok(()) => return Ok(()),
+            Err(Refused::ShutDown(job)) => {
+                self.rejected.fetch_add(1, Ordering::Relaxed);
+                drop(job);
+                return Err(JoinError::Rejected);
+            }
+            Err(Refused::Full(job)) => job,
+        };
+        match self.on_full {
+            Full::Block => self.push_blocking(job),
+            Full::CallerRuns => {
+                self.caller_ran.fetch_add(1, Ordering::Relaxed);
+                // The job resolves its own Task; a panic is caught inside it.
+                if job.run() == Outcome::Panicked {
+                    self.workers[0].panicked.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            }
+            Full::Reject => {
+                self.rejected.fetch_add(1, Ordering::Relaxed);
+                drop(job);
+                Err(JoinError::Rejected)
+            }
+        }
+    }
+
+    /// Waits for room in the queue (`Full::Block`); rejected if the pool closes meanwhile.
+    fn push_blocking(&self, mut job: Job) -> Result<(), JoinError> {
+        loop {
+            self.blocked.fetch_add(1, Ordering::SeqCst);
+            let guard = lock(&self.blocked_lock);
+            // Retry after registering: a worker that pops from now on will see `blocked` and
+            // notify under `blocked_lock`, which we hold until `wait` releases it.
+            match self.push(job) {
+                Ok(()) => {
+                    drop(guard);
+                    self.blocked.fetch_sub(1, Ordering::SeqCst);
+                    return Ok(());
+                }
+                Err(Refused::ShutDown(refused)) => {
+                    drop(guard);
+                    self.blocked.fetch_sub(1, Ordering::SeqCst);
+                    self.rejected.fetch_add(1, Ordering::Relaxed);
+                    drop(refused);
+                    return Err(JoinError::Rejected);
+                }
+                Err(Refused::Full(back)) => job = back,
+            }
+            drop(wait(&self.not_full, guard));
+            self.blocked.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A worker took a task: if a submitter waits for room, tell it.
+    fn after_pop(&self) {
+        if self.on_full != Full::Block {
+            return;
+        }
+        fence(Ordering::SeqCst);
+        if self.blocked.load(Ordering::SeqCst) > 0 {
+            let _guard = lock(&self.blocked_lock);
+            self.not_full.notify_one();
+        }
+    }
+
+    /// Stops accepting; waits out in-flight submits; cancels the queue if `cancel`; wakes
+    /// everyone. Idempotent.
+    fn close(&self, cancel: bool) {
+        if cancel {
+            self.cancelling.store(true, Ordering::SeqCst);
+        }
+        self.gate.fetch_or(CLOSED, Ordering::SeqCst);
+        while !self.is_quiet() {
+            thread::yield_now();
+        }
+        self.stopped.store(true, Ordering::SeqCst);
+        if cancel {
+            while let Some(job) = self.queue.pop() {
+                drop(job); // resolves its Task as Cancelled
+            }
+        }
+        {
+            let _guard = lock(&self.blocked_lock);
+            self.not_full.notify_all();
+        }
+        self.sleep.wake_all();
+    }
+
+    fn running(&self) -> usize {
+        self.workers.iter().filter(|worker| worker.is_busy()).count()
+    }
+}
+
+/// A thread pool that runs only as many workers as its neighbours and its quota leave room for.
+///
+/// `Pool` is `Send + Sync`: share it behind an `Arc`. Dropping it is a graceful
+/// [`shutdown`](Pool::shutdown): queued tasks run, then the threads are joined.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+///
+/// let pool = cotenant::Pool::builder().build().unwrap();
+/// let sum = Arc::new(AtomicU64::new(0));
+/// for i in 1..=100u64 {
+///     let sum = sum.clone();
+///     pool.execute(move || {
+///         sum.fetch_add(i, Ordering::Relaxed);
+///     });
+/// }
+/// let fib = pool.spawn(|| (1..=20u64).product::<u64>());
+/// assert_eq!(fib.join().unwrap(), 2_432_902_008_176_640_000);
+/// pool.shutdown(); // runs what is queued, joins the threads
+/// assert_eq!(sum.load(Ordering::Relaxed), 5050);
+/// assert_eq!(pool.metrics().completed, 101);
+/// ```
+pub struct Pool {
+    shared: Arc<Shared>,
+    handles: Mutex<Vec<thread::JoinHandle<()>>>,
+    threads: usize,
+    policy: Policy,
+    period: Duration,
+    name: String,
+    #[cfg(not(loom))]
+    control: Option<control::Registration>,
+}
+
+impl Pool {
+    /// A builder with the defaults: adaptive policy, one thread per allowed CPU, one clock tick.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// Queues `f` and returns the handle to its result. When the queue is full, what happens
+    /// follows the pool's [`Full`] policy; a task refused (full under `Reject`, or pool shut
+    /// down) fails with [`JoinError::Rejected`].
+    pub fn spawn<F, T>(&self, f: F) -> Task<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (task, completer) = task_pair();
+        match self.shared.submit(Job::with_result(f, completer)) {
+            Ok(()) => task,
+            // The refused job was dropped, which resolved `task` as Cancelled; say Rejected.
+            Err(error) => {
+                drop(task);
+                failed_task(error)
+            }
+        }
+    }
+
+    /// Queues `f` without a handle. A panic in `f` is caught and counted in
+    /// [`Metrics::panicked`]; a refused task is counted in [`Metrics::rejected`].
+    pub fn execute<F>(&self, f: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let _ = self.shared.submit(Job::detached(f));
+    }
+
+    /// Queues `f` only if there is room now, whatever the [`Full`] policy says.
+    ///
+    /// ```
+    /// let pool = cotenant::Pool::builder().policy(cotenant::Policy::fixed(1)).queue_capacity(1).build().unwrap();
+    /// let (release, gate) = std::sync::mpsc::channel::<()>();
+    /// let blocker = pool.spawn(move || gate.recv().unwrap());
+    /// // Wait until the worker holds the blocker, so the queue's one slot is free.
+    /// while pool.metrics().running == 0 { std::thread::yield_now(); }
+    /// let queued = pool.try_spawn(|| 1).unwrap();
+    /// assert_eq!(pool.try_spawn(|| 2).unwrap_err(), cotenant::TrySpawnError::Full);
+    /// release.send(()).unwrap();
+    /// blocker.join().unwrap();
+    /// assert_eq!(queued.join().unwrap(), 1);
+    /// ```
+    pub fn try_spawn<F, T>(&self, f: F) -> Result<Task<T>, TrySpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (task, completer) = task_pair();
+        match self.shared.push(Job::with_result(f, completer)) {
+            Ok(()) => Ok(task),
+            Err(Refused::Full(_)) => {
+                self.shared.rejected.fetch_add(1, Ordering::Relaxed);
+                Err(TrySpawnError::Full)
+            }
+            Err(Refused::ShutDown(_)) => {
+                self.shared.rejected.fetch_add(1, Ordering::Relaxed);
+                Err(TrySpawnError::ShutDown)
+            }
+        }
+    }
+
+    /// Workers currently allowed to run (`1 <= target <= threads`).
+    pub fn target(&self) -> usize {
+        self.shared.sleep.target()
+    }
+
+    /// The OS threads this pool started.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// The policy deciding the target.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The controller's period.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    /// The worker name prefix.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A snapshot of the pool's counters and gauges.
+    pub fn metrics(&self) -> Metrics {
+        let shared = &self.shared;
+        let sum = |f: fn(&WorkerStats) -> u64| shared.workers.iter().map(|w| f(w)).sum::<u64>();
+        Metrics {
+            threads: self.threads,
+            target: shared.sleep.target(),
+            running: shared.running(),
+            queued: shared.queue.len(),
+            queue_capacity: shared.queue.capacity(),
+            completed: sum(|w| w.completed.load(Ordering::Relaxed))
+                + shared.caller_ran.load(Ordering::Relaxed),
+            caller_ran: shared.caller_ran.load(Ordering::Relaxed),
+            rejected: shared.rejected.load(Ordering::Relaxed),
+            panicked: sum(|w| w.panicked.load(Ordering::Relaxed)),
+            decisions: shared.decisions.load(Ordering::Relaxed),
+            sample_errors: shared.sample_errors.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops accepting tasks, lets the workers run everything already queued, and joins the
+    /// threads. Idempotent. Called from one of this pool's own tasks, it does not wait for
+    /// that task's thread (which cannot join itself).
+    pub fn shutdown(&self) {
+        self.stop(false);
+    }
+
+    /// Stops accepting tasks, cancels every task that has not started (their [`Task`]s fail
+    /// with [`JoinError::Cancelled`]), lets running tasks finish, and joins the threads.
+    pub fn shutdown_now(&self) {
+        self.stop(true);
+    }
+
+    fn stop(&self, cancel: bool) {
+        // The controller must stop reading our workers' clocks before they exit.
+        #[cfg(not(loom))]
+        if let Some(control) = &self.control {
+            control.unregister();
+        }
+        self.shared.close(cancel);
+        let handles = std::mem::take(&mut *lock(&self.handles));
+        let me = thread::current_id();
+        for handle in handles {
+            #[cfg(not(loom))]
+            if handle.thread().id() == me {
+                continue;
+            }
+            let _ = me;
+            // Workers never panic (jobs catch their panics); nothing to report.
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.stop(false);
+    }
+}
+
+impl fmt::Debug for Pool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("name", &self.name)
+            .field("threads", &self.threads)
+            .field("target", &self.target())
+            .field("policy", &self.policy)
+            .finish()
+    }
+}

@@ -1,0 +1,257 @@
+//! A task's result slot: [`Task`] (the caller's end) and the completer the job carries (the
+//! worker's end). Every accepted task resolves its `Task` exactly once: with its value, with its
+//! panic, or with [`JoinError::Cancelled`] when the job is dropped without running (queue
+//! drained by `shutdown_now`, pool dropped), because the completer reports that from `Drop`.
+
+use std::any::Any;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::sync::{lock, wait, Arc, Condvar, Mutex};
+
+/// Why a [`Task`] has no value.
+#[non_exhaustive]
+pub enum JoinError {
+    /// The task panicked; this is the panic's payload (what `std::panic::catch_unwind` returns).
+    Panicked(Box<dyn Any + Send + 'static>),
+    /// The task was accepted but never ran: `shutdown_now` removed it from the queue, or the
+    /// pool was dropped before it ran.
+    Cancelled,
+    /// The pool refused the task: its queue was full and its [`Full`](crate::Full) policy is
+    /// `Reject`, or the pool was shutting down.
+    Rejected,
+}
+
+impl JoinError {
+    /// The panic message, when the task panicked with a string (as `panic!` does).
+    pub fn panic_message(&self) -> Option<&str> {
+        match self {
+            JoinError::Panicked(payload) => payload
+                .downcast_ref::<&'static str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str)),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Debug for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JoinError::Panicked(_) => f
+                .debug_tuple("Panicked")
+                .field(&self.panic_message().unwrap_or("<non-string payload>"))
+                .finish(),
+            JoinError::Cancelled => f.write_str("Cancelled"),
+            JoinError::Rejected => f.write_str("Rejected"),
+        }
+    }
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JoinError::Panicked(_) => match self.panic_message() {
+                Some(message) => write!(f, "the task panicked: {message}"),
+                None => f.write_str("the task panicked"),
+            },
+            JoinError::Cancelled => f.write_str("the task was cancelled before it ran"),
+            JoinError::Rejected => f.write_str("the pool rejected the task (queue full or shutting down)"),
+        }
+    }
+}
+
+impl std::error::Error for JoinError {}
+
+enum State<T> {
+    Pending { joiner_waiting: bool },
+    Done(Result<T, JoinError>),
+    Taken,
+}
+
+struct Slot<T> {
+    state: Mutex<State<T>>,
+    done: Condvar,
+}
+
+/// The handle to a spawned task's result.
+///
+/// `join` blocks until the task has run (or was cancelled). Dropping a `Task` detaches it: the
+/// task still runs.
+///
+/// ```
+/// let pool = cotenant::Pool::builder().policy(cotenant::Policy::fixed(2)).build().unwrap();
+/// let task = pool.spawn(|| 6 * 7);
+/// assert_eq!(task.join().unwrap(), 42);
+/// let failed = pool.spawn(|| -> u32 { panic!("boom") });
+/// assert_eq!(failed.join().unwrap_err().panic_message(), Some("boom"));
+/// pool.shutdown();
+/// ```
+#[must_use = "a Task does nothing unless joined; drop it to detach"]
+pub struct Task<T> {
+    slot: Arc<Slot<T>>,
+}
+
+impl<T> Task<T> {
+    /// Waits for the task and returns its value, or why there is none.
+    pub fn join(self) -> Result<T, JoinError> {
+        let mut state = lock(&self.slot.state);
+        loop {
+            match &mut *state {
+                State::Pending { joiner_waiting } => {
+                    *joiner_waiting = true;
+                    state = wait(&self.slot.done, state);
+                }
+                State::Done(_) => {
+                    return match std::mem::replace(&mut *state, State::Taken) {
+                        State::Done(result) => result,
+                        _ => unreachable!("matched Done just above"),
+                    };
+                }
+                State::Taken => unreachable!("join consumes the only Task"),
+            }
+        }
+    }
+
+    /// Whether the task has finished (run, panicked or been cancelled), so `join` will not block.
+    pub fn is_finished(&self) -> bool {
+        !matches!(*lock(&self.slot.state), State::Pending { .. })
+    }
+}
+
+impl<T> fmt::Debug for Task<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Task").field("finished", &self.is_finished()).finish()
+    }
+}
+
+/// The worker's end of a [`Task`]: resolves it once; resolves it `Cancelled` if dropped unused.
+pub(crate) struct Completer<T> {
+    slot: Option<Arc<Slot<T>>>,
+}
+
+impl<T> Completer<T> {
+    pub(crate) fn resolve(mut self, result: Result<T, JoinError>) {
+        if let Some(slot) = self.slot.take() {
+            resolve(&slot, result);
+        }
+    }
+}
+
+impl<T> Drop for Completer<T> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            resolve(&slot, Err(JoinError::Cancelled));
+        }
+    }
+}
+
+fn resolve<T>(slot: &Slot<T>, result: Result<T, JoinError>) {
+    let mut state = lock(&slot.state);
+    let joiner_waiting = matches!(*state, State::Pending { joiner_waiting: true });
+    *state = State::Done(result);
+    drop(state);
+    // Waking costs a system call; skip it when nobody waits yet (join sets the flag under the
+    // same lock before waiting, so it cannot miss this store).
+    if joiner_waiting {
+        slot.done.notify_one();
+    }
+}
+
+/// A new result slot: the `Task` for the caller, the `Completer` for the job.
+pub(crate) fn task_pair<T>() -> (Task<T>, Completer<T>) {
+    let slot =
+        Arc::new(Slot { state: Mutex::new(State::Pending { joiner_waiting: false }), done: Condvar::new() });
+    (Task { slot: slot.clone() }, Completer { slot: Some(slot) })
+}
+
+/// What a job reports to the worker that ran it, for the pool's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Completed,
+    Panicked,
+}
+
+/// A queued unit of work: a boxed closure that never unwinds (it catches its own panic).
+pub(crate) struct Job(Box<dyn FnOnce() -> Outcome + Send + 'static>);
+
+impl Job {
+    /// A job that runs `f` and resolves `completer` with its value or panic.
+    pub(crate) fn with_result<F, T>(f: F, completer: Completer<T>) -> Job
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        Job(Box::new(move || match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(value) => {
+                completer.resolve(Ok(value));
+                Outcome::Completed
+            }
+            Err(payload) => {
+                completer.resolve(Err(JoinError::Panicked(payload)));
+                Outcome::Panicked
+            }
+        }))
+    }
+
+    /// A fire-and-forget job: a panic is counted by the pool, its payload dropped.
+    pub(crate) fn detached<F>(f: F) -> Job
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        Job(Box::new(move || match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(()) => Outcome::Completed,
+            Err(_) => Outcome::Panicked,
+        }))
+    }
+
+    pub(crate) fn run(self) -> Outcome {
+        (self.0)()
+    }
+}
+
+/// A `Task` that has already failed with `error` (a rejected spawn).
+pub(crate) fn failed_task<T>(error: JoinError) -> Task<T> {
+    let (task, completer) = task_pair();
+    completer.resolve(Err(error));
+    task
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dropped_completer_cancels_its_task() {
+        let (task, completer) = task_pair::<u8>();
+        drop(completer);
+        assert!(matches!(task.join(), Err(JoinError::Cancelled)));
+    }
+
+    #[test]
+    fn a_job_dropped_without_running_cancels_its_task() {
+        let (task, completer) = task_pair::<u8>();
+        let job = Job::with_result(|| 1, completer);
+        drop(job);
+        assert!(task.is_finished());
+        assert!(matches!(task.join(), Err(JoinError::Cancelled)));
+    }
+
+    #[test]
+    fn a_panicking_job_reports_its_message() {
+        let (task, completer) = task_pair::<u8>();
+        let outcome = Job::with_result(|| -> u8 { panic!("bad {}", 7) }, completer).run();
+        assert_eq!(outcome, Outcome::Panicked);
+        let error = task.join().unwrap_err();
+        assert_eq!(error.panic_message(), Some("bad 7"));
+        assert_eq!(error.to_string(), "the task panicked: bad 7");
+    }
+
+    #[test]
+    fn join_waits_for_a_value_resolved_on_another_thread() {
+        let (task, completer) = task_pair::<u32>();
+        let resolver = std::thread::spawn(move || completer.resolve(Ok(5)));
+        assert_eq!(task.join().unwrap(), 5);
+        resolver.join().unwrap();
+    }
+}

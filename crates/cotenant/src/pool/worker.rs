@@ -1,0 +1,166 @@
+//! The worker loop and each worker's counters: run tasks while allowed, spin briefly, then sleep.
+//!
+//! 1. Read the target. A worker whose index is at or above it runs nothing: it finishes the task
+//!    it had, then sleeps (step S of `pool/README.md`), costing no CPU until the target rises.
+//! 2. An allowed worker pops a task and runs it; a panic is caught inside the job (the worker
+//!    survives) and counted here.
+//! 3. Finding the queue empty, it spins with back-off for a few microseconds (seed 004: bounded
+//!    spinning only), then sleeps until a submit or a target change wakes it.
+//! 4. Once the pool is closed it drains the queue (graceful) or drops what it pops (`shutdown_now`)
+//!    and exits when the queue is empty and no submit is in flight.
+
+use std::time::Instant;
+
+use super::task::Outcome;
+use super::Shared;
+use crate::sync::{thread, Arc, AtomicU64, Ordering};
+
+/// Spin rounds before sleeping: round `k < SPIN_ROUNDS` busy-waits `2^k` `spin_loop` hints
+/// (about 2^SPIN_ROUNDS hints in all, a few microseconds), then `YIELD_ROUNDS` rounds yield the
+/// CPU. Long enough to catch the next task of a steady stream, short enough that an idle worker
+/// costs nothing measurable (crossbeam's `Backoff` uses the same shape).
+#[cfg(not(loom))]
+const SPIN_ROUNDS: u32 = 7;
+#[cfg(not(loom))]
+const YIELD_ROUNDS: u32 = 3;
+// Under loom, spinning only multiplies the interleavings to explore; the protocol must be
+// correct without it.
+#[cfg(loom)]
+const SPIN_ROUNDS: u32 = 0;
+#[cfg(loom)]
+const YIELD_ROUNDS: u32 = 0;
+
+/// Counters one worker writes and the controller and `metrics()` read. Padded per worker so
+/// that counting completed tasks does not bounce a shared cache line between workers.
+#[derive(Default)]
+pub(crate) struct WorkerStats {
+    pub(crate) completed: AtomicU64,
+    pub(crate) panicked: AtomicU64,
+    /// Nanoseconds since the pool's epoch at which the current busy stretch began; 0 when idle.
+    busy_since_ns: AtomicU64,
+    /// Nanoseconds of finished busy stretches.
+    busy_total_ns: AtomicU64,
+    /// The worker's CPU-time clock id plus one (0 until the worker has started), for the
+    /// controller's per-worker CPU time (`clock_gettime` on `pthread_getcpuclockid`).
+    pub(crate) cpu_clock: AtomicU64,
+    /// The worker's kernel thread id (0 until started), for `/proc/self/task/<tid>/schedstat`.
+    pub(crate) tid: AtomicU64,
+}
+
+impl WorkerStats {
+    fn mark_busy(&self, epoch: Instant) {
+        if self.busy_since_ns.load(Ordering::Relaxed) == 0 {
+            self.busy_since_ns.store(nanos_since(epoch).max(1), Ordering::Relaxed);
+        }
+    }
+
+    fn mark_idle(&self, epoch: Instant) {
+        let since = self.busy_since_ns.swap(0, Ordering::Relaxed);
+        if since != 0 {
+            self.busy_total_ns.fetch_add(nanos_since(epoch).saturating_sub(since), Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the worker is in a busy stretch (running tasks back to back) now.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.busy_since_ns.load(Ordering::Relaxed) != 0
+    }
+
+    /// Wall-clock nanoseconds spent busy since the epoch, up to `now_ns`.
+    pub(crate) fn busy_ns(&self, now_ns: u64) -> u64 {
+        let since = self.busy_since_ns.load(Ordering::Relaxed);
+        let total = self.busy_total_ns.load(Ordering::Relaxed);
+        if since == 0 {
+            total
+        } else {
+            total + now_ns.saturating_sub(since)
+        }
+    }
+
+    /// Records the calling thread's CPU clock and thread id (called by the worker itself).
+    fn register_thread(&self) {
+        #[cfg(all(not(loom), target_os = "linux"))]
+        {
+            let mut clock: libc::clockid_t = 0;
+            // SAFETY: pthread_self() is the calling thread, alive for this call; `clock` is a
+            // valid out-pointer.
+            if unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) } == 0 {
+                self.cpu_clock.store(clock as u32 as u64 + 1, Ordering::Release);
+            }
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+            if tid > 0 {
+                self.tid.store(tid as u64, Ordering::Release);
+            }
+        }
+    }
+}
+
+pub(crate) fn nanos_since(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The body of worker `index`'s thread.
+pub(crate) fn run(shared: Arc<Shared>, index: usize) {
+    let stats = &shared.workers[index];
+    stats.register_thread();
+    loop {
+        let allowed = index < shared.sleep.target();
+        if allowed {
+            if let Some(job) = shared.queue.pop() {
+                shared.after_pop();
+                if shared.is_cancelling() {
+                    drop(job); // resolves its Task as Cancelled
+                    continue;
+                }
+                stats.mark_busy(shared.epoch);
+                if job.run() == Outcome::Panicked {
+                    stats.panicked.fetch_add(1, Ordering::Relaxed);
+                }
+                stats.completed.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            stats.mark_idle(shared.epoch);
+            if shared.is_closed() {
+                // Every push finished before `closed` was set (see `Shared::is_closed`), so
+                // this check of the queue sees them all: empty means done.
+                if shared.queue.is_empty() {
+                    break;
+                }
+                continue;
+            }
+            if spin_for_work(&shared, index) {
+                continue;
+            }
+        } else {
+            stats.mark_idle(shared.epoch);
+            if shared.is_closed() {
+                break;
+            }
+        }
+        shared
+            .sleep
+            .sleep(index, |target| shared.is_closed() || (index < target && !shared.queue.is_empty()));
+    }
+    stats.mark_idle(shared.epoch);
+}
+
+/// Step 3: bounded spinning with exponential back-off. True when work appeared for us.
+fn spin_for_work(shared: &Shared, index: usize) -> bool {
+    for round in 0..SPIN_ROUNDS + YIELD_ROUNDS {
+        if round < SPIN_ROUNDS {
+            for _ in 0..(1u32 << round) {
+                std::hint::spin_loop();
+            }
+        } else {
+            thread::yield_now();
+        }
+        if !shared.queue.is_empty() && index < shared.sleep.target() {
+            return true;
+        }
+        if shared.is_closed() {
+            return false;
+        }
+    }
+    false
+}

@@ -1,0 +1,254 @@
+//! The pool's contract, checked without timing: results, panics, cancellation, the rejection
+//! policies, shutdown, metrics and target changes. Every wait here is on an event (a channel or
+//! a condition), never on a sleep of a guessed length.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use cotenant::{Full, JoinError, Policy, Pool, TrySpawnError};
+
+fn fixed(n: usize) -> cotenant::Builder {
+    Pool::builder().policy(Policy::fixed(n))
+}
+
+/// Blocks the pool's `n` workers until the returned sender is dropped or sent to.
+fn occupy(pool: &Pool, n: usize) -> (Vec<cotenant::Task<()>>, Vec<mpsc::Sender<()>>) {
+    let started = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    let mut releases = Vec::new();
+    for _ in 0..n {
+        let (release, gate) = mpsc::channel::<()>();
+        let started = started.clone();
+        tasks.push(pool.spawn(move || {
+            started.fetch_add(1, Ordering::SeqCst);
+            let _ = gate.recv();
+        }));
+        releases.push(release);
+    }
+    while started.load(Ordering::SeqCst) < n {
+        std::thread::yield_now();
+    }
+    (tasks, releases)
+}
+
+#[test]
+fn spawn_returns_values_in_any_order_of_joining() {
+    let pool = fixed(3).build().unwrap();
+    let tasks: Vec<_> = (0..200u64).map(|i| pool.spawn(move || i * i)).collect();
+    for (i, task) in tasks.into_iter().enumerate().rev() {
+        assert_eq!(task.join().unwrap(), (i * i) as u64);
+    }
+}
+
+#[test]
+fn a_panic_is_reported_through_its_task_and_the_worker_survives() {
+    let pool = fixed(1).build().unwrap();
+    let bad = pool.spawn(|| -> u8 { panic!("task failed on purpose") });
+    let error = bad.join().unwrap_err();
+    assert!(matches!(error, JoinError::Panicked(_)));
+    assert_eq!(error.panic_message(), Some("task failed on purpose"));
+    pool.execute(|| panic!("detached panic"));
+    // The only worker is still alive and runs the next task.
+    assert_eq!(pool.spawn(|| 7).join().unwrap(), 7);
+    let metrics = pool.metrics();
+    assert_eq!(metrics.panicked, 2);
+    assert_eq!(metrics.completed, 3);
+}
+
+#[test]
+fn shutdown_runs_everything_queued() {
+    let pool = fixed(2).queue_capacity(10_000).build().unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    let (tasks, releases) = occupy(&pool, 2);
+    for _ in 0..1000 {
+        let done = done.clone();
+        pool.execute(move || {
+            done.fetch_add(1, Ordering::Relaxed);
+        });
+    }
+    drop(releases);
+    pool.shutdown();
+    assert_eq!(done.load(Ordering::Relaxed), 1000);
+    for task in tasks {
+        task.join().unwrap();
+    }
+    assert_eq!(pool.metrics().completed, 1002);
+    // After shutdown, submissions are refused, not lost silently.
+    assert!(matches!(pool.spawn(|| 1).join(), Err(JoinError::Rejected)));
+    assert_eq!(pool.try_spawn(|| 1).unwrap_err(), TrySpawnError::ShutDown);
+}
+
+#[test]
+fn shutdown_now_cancels_what_has_not_started_and_lets_running_tasks_finish() {
+    let pool = Arc::new(fixed(1).build().unwrap());
+    let (running, releases) = occupy(&pool, 1);
+    let queued: Vec<_> = (0..50).map(|i| pool.spawn(move || i)).collect();
+    let stopper = {
+        let pool = pool.clone();
+        std::thread::spawn(move || pool.shutdown_now())
+    };
+    // shutdown_now cancels the queue before it joins; the running task finishes when released.
+    for task in queued {
+        assert!(matches!(task.join(), Err(JoinError::Cancelled)));
+    }
+    drop(releases);
+    stopper.join().unwrap();
+    for task in running {
+        task.join().unwrap();
+    }
+}
+
+#[test]
+fn dropping_the_pool_is_a_graceful_shutdown() {
+    let done = Arc::new(AtomicUsize::new(0));
+    {
+        let pool = fixed(2).build().unwrap();
+        for _ in 0..100 {
+            let done = done.clone();
+            pool.execute(move || {
+                done.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+    }
+    assert_eq!(done.load(Ordering::Relaxed), 100);
+}
+
+#[test]
+fn reject_refuses_when_full_and_counts_it() {
+    let pool = fixed(1).queue_capacity(2).on_full(Full::Reject).build().unwrap();
+    let (running, releases) = occupy(&pool, 1);
+    let a = pool.spawn(|| 1);
+    let b = pool.spawn(|| 2);
+    let c = pool.spawn(|| 3);
+    assert!(matches!(c.join(), Err(JoinError::Rejected)));
+    pool.execute(|| ());
+    assert_eq!(pool.metrics().rejected, 2);
+    drop(releases);
+    assert_eq!((a.join().unwrap(), b.join().unwrap()), (1, 2));
+    running.into_iter().for_each(|t| t.join().unwrap());
+}
+
+#[test]
+fn caller_runs_executes_on_the_submitting_thread_when_full() {
+    let pool = fixed(1).queue_capacity(1).on_full(Full::CallerRuns).build().unwrap();
+    let (running, releases) = occupy(&pool, 1);
+    let queued = pool.spawn(|| std::thread::current().id());
+    let here = pool.spawn(|| std::thread::current().id());
+    assert!(here.is_finished(), "the caller ran it before spawn returned");
+    assert_eq!(here.join().unwrap(), std::thread::current().id());
+    drop(releases);
+    assert_ne!(queued.join().unwrap(), std::thread::current().id());
+    running.into_iter().for_each(|t| t.join().unwrap());
+    assert_eq!(pool.metrics().caller_ran, 1);
+}
+
+#[test]
+fn block_waits_for_room_and_loses_nothing() {
+    let pool = Arc::new(fixed(2).queue_capacity(4).on_full(Full::Block).build().unwrap());
+    let done = Arc::new(AtomicUsize::new(0));
+    let producers: Vec<_> = (0..3)
+        .map(|_| {
+            let (pool, done) = (pool.clone(), done.clone());
+            std::thread::spawn(move || {
+                for _ in 0..2000 {
+                    let done = done.clone();
+                    pool.execute(move || {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    });
+                }
+            })
+        })
+        .collect();
+    producers.into_iter().for_each(|p| p.join().unwrap());
+    pool.shutdown();
+    assert_eq!(done.load(Ordering::Relaxed), 6000);
+    assert_eq!(pool.metrics().rejected, 0);
+}
+
+#[test]
+fn a_blocked_submitter_is_released_with_a_rejection_at_shutdown() {
+    let pool = Arc::new(fixed(1).queue_capacity(1).on_full(Full::Block).build().unwrap());
+    let (running, releases) = occupy(&pool, 1);
+    let filler = pool.spawn(|| 0);
+    let submitter = {
+        let pool = pool.clone();
+        std::thread::spawn(move || pool.spawn(|| 1).join())
+    };
+    // The submitter is blocked (queue full, worker busy). Cancel everything.
+    let stopper = {
+        let pool = pool.clone();
+        std::thread::spawn(move || pool.shutdown_now())
+    };
+    let result = submitter.join().unwrap();
+    // Depending on the interleaving it was either refused or queued and then cancelled;
+    // never run and never lost.
+    assert!(matches!(result, Err(JoinError::Rejected) | Err(JoinError::Cancelled)), "{result:?}");
+    drop(releases);
+    stopper.join().unwrap();
+    assert!(matches!(filler.join(), Err(JoinError::Cancelled)));
+    running.into_iter().for_each(|t| t.join().unwrap());
+}
+
+#[test]
+fn try_spawn_refuses_when_full_whatever_on_full_says() {
+    let pool = fixed(1).queue_capacity(1).on_full(Full::Block).build().unwrap();
+    let (running, releases) = occupy(&pool, 1);
+    let queued = pool.try_spawn(|| 5).unwrap();
+    assert_eq!(pool.try_spawn(|| 6).unwrap_err(), TrySpawnError::Full);
+    drop(releases);
+    assert_eq!(queued.join().unwrap(), 5);
+    running.into_iter().for_each(|t| t.join().unwrap());
+}
+
+#[test]
+fn invalid_configurations_are_refused_with_a_reason() {
+    let cases: Vec<(cotenant::Builder, &str)> = vec![
+        (Pool::builder().threads(0), "threads must be at least 1"),
+        (Pool::builder().queue_capacity(0), "queue_capacity must be at least 1"),
+        (Pool::builder().period(std::time::Duration::ZERO), "period must be more than 0"),
+        (Pool::builder().policy(Policy::fixed(0)), "fixed(n) needs n >= 1"),
+        (Pool::builder().policy(Policy::fixed(4)).threads(2), "more workers than threads(2)"),
+        (Pool::builder().policy(Policy::share(f64::NAN)), "finite overcommit"),
+        (Pool::builder().name("a\0b"), "NUL"),
+    ];
+    for (builder, expected) in cases {
+        let error = builder.build().unwrap_err().to_string();
+        assert!(error.contains(expected), "{error:?} should mention {expected:?}");
+    }
+}
+
+#[test]
+fn a_pool_can_be_shared_between_threads_and_shut_down_from_a_task() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_send<T: Send>() {}
+    assert_send_sync::<Pool>();
+    assert_send::<cotenant::Task<Vec<u8>>>();
+    let pool = Arc::new(fixed(2).build().unwrap());
+    let inner = pool.clone();
+    // A task that shuts its own pool down must not deadlock joining its own thread.
+    pool.spawn(move || inner.shutdown()).join().unwrap();
+    pool.shutdown();
+}
+
+#[test]
+fn metrics_render_for_people_and_for_prometheus() {
+    let pool = fixed(2).name("render").build().unwrap();
+    pool.spawn(|| ()).join().unwrap();
+    let metrics = pool.metrics();
+    let text = metrics.to_string();
+    assert!(text.starts_with("target 2/2 threads"), "{text}");
+    let prom = metrics.to_prometheus("render \"x\"");
+    assert!(prom.contains("# TYPE cotenant_pool_completed_total counter"), "{prom}");
+    assert!(prom.contains("cotenant_pool_target{pool=\"render \\\"x\\\"\"} 2"), "{prom}");
+}
+
+#[test]
+fn the_default_builder_uses_the_allowed_cpus_and_one_clock_tick() {
+    let pool = Pool::builder().build().unwrap();
+    let cpus = cotenant::cpus::detect().unwrap().allowed_cpus() as usize;
+    assert_eq!(pool.threads(), cpus);
+    assert_eq!(pool.period(), cotenant::pool::default_period());
+    assert_eq!(pool.policy().name(), "adaptive");
+    assert_eq!(pool.spawn(|| 1).join().unwrap(), 1);
+}
