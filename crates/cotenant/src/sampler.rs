@@ -8,7 +8,8 @@
 //! - busy time of the allowed CPUs: cgroup v1 `cpuacct.usage_percpu` of the *root* cgroup (ns,
 //!   every task on the host), else `/proc/stat`'s per-CPU lines (clock ticks);
 //! - idle time: `/proc/stat` when it is the busy source, else the period minus busy time;
-//! - `procs_running`: `/proc/stat`;
+//! - `procs_running`: `/proc/loadavg` (generating `/proc/stat` is much dearer, so it is read
+//!   only when it is the busy source);
 //! - quota: [`CpuBudget::refresh`]; throttling: the leaf cgroup's `cpu.stat`.
 //!
 //! Every file is opened once and re-read with `pread` at offset 0.
@@ -20,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::cpus::{self, Constraint, CpuBudget, Origin, Source};
-use crate::procfs::{cgroupfs, cpulist::CpuSet, mountinfo, stat};
+use crate::procfs::{cgroupfs, cpulist::CpuSet, loadavg, mountinfo, stat};
 
 /// A reading of the host counters; times are cumulative nanoseconds.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,14 +60,14 @@ enum BusySource {
     /// Root `cpuacct.usage_percpu`, nanoseconds per CPU.
     Cpuacct(PathBuf, File),
     /// `/proc/stat` per-CPU lines.
-    ProcStat,
+    ProcStat(PathBuf, File),
 }
 
 /// Reads [`HostCounters`] for the calling process.
 pub struct HostSampler {
     budget: CpuBudget,
     busy: BusySource,
-    proc_stat: (PathBuf, File),
+    loadavg: (PathBuf, File),
     cpu_stat: Option<(PathBuf, File)>,
     tick_ns: u64,
     buf: Vec<u8>,
@@ -85,26 +86,27 @@ impl HostSampler {
     /// Resolves and opens the files of the running system.
     pub fn system() -> Result<Self, SampleError> {
         let budget = cpus::detect().map_err(|e| SampleError(format!("cannot detect the CPU budget: {e}")))?;
-        let proc_stat = open(Path::new("/proc/stat"))?;
-        let busy = match root_cpuacct_usage() {
-            Some(path) => match File::open(&path) {
-                Ok(file) => BusySource::Cpuacct(path, file),
-                Err(_) => BusySource::ProcStat,
-            },
-            None => BusySource::ProcStat,
+        let loadavg = open(Path::new("/proc/loadavg"))?;
+        let busy = match root_cpuacct_usage().and_then(|path| File::open(&path).ok().map(|file| (path, file)))
+        {
+            Some((path, file)) => BusySource::Cpuacct(path, file),
+            None => {
+                let (path, file) = open(Path::new("/proc/stat"))?;
+                BusySource::ProcStat(path, file)
+            }
         };
         let cpu_stat = leaf_cpu_stat(&budget).and_then(|path| open(&path).ok());
         // SAFETY: sysconf has no preconditions.
         let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         let tick_ns = if ticks > 0 { 1_000_000_000 / ticks as u64 } else { 10_000_000 };
-        Ok(HostSampler { budget, busy, proc_stat, cpu_stat, tick_ns, buf: Vec::with_capacity(4096) })
+        Ok(HostSampler { budget, busy, loadavg, cpu_stat, tick_ns, buf: Vec::with_capacity(4096) })
     }
 
     /// Where busy time comes from: the `cpuacct.usage_percpu` path or `/proc/stat`.
     pub fn busy_source(&self) -> String {
         match &self.busy {
             BusySource::Cpuacct(path, _) => path.display().to_string(),
-            BusySource::ProcStat => "/proc/stat".to_owned(),
+            BusySource::ProcStat(path, _) => path.display().to_string(),
         }
     }
 
@@ -118,12 +120,15 @@ impl HostSampler {
         let allowed = self.budget.allowed_set();
         let quota_cpus = (self.budget.binding() == Constraint::Quota).then(|| self.budget.limit());
 
-        let (path, file) = &self.proc_stat;
+        let (path, file) = &self.loadavg;
         let text = read_at_zero(file, path, &mut self.buf)?;
-        let stat = stat::parse(text).map_err(|e| SampleError(format!("{}: {e}", path.display())))?;
-        let procs_running = stat.procs_running.map(|n| n.min(u64::from(u32::MAX)) as u32);
+        let running =
+            loadavg::parse_running(text).map_err(|e| SampleError(format!("{}: {e}", path.display())))?;
+        let procs_running = Some(running.min(u64::from(u32::MAX)) as u32);
         let (busy_ns, idle_ns) = match &self.busy {
-            BusySource::ProcStat => {
+            BusySource::ProcStat(path, file) => {
+                let text = read_at_zero(file, path, &mut self.buf)?;
+                let stat = stat::parse(text).map_err(|e| SampleError(format!("{}: {e}", path.display())))?;
                 let (mut busy, mut idle) = (0u64, 0u64);
                 for (cpu, times) in &stat.per_cpu {
                     if allowed.contains(*cpu) {

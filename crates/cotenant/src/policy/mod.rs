@@ -149,6 +149,32 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// The sample as one line of JSON, field names as in this struct (the format of
+    /// `testdata/policy/` and of `COTENANT_RECORD_SAMPLES` recordings).
+    pub fn to_json(&self) -> String {
+        fn opt<T: fmt::Display>(value: Option<T>) -> String {
+            value.map_or_else(|| "null".to_owned(), |v| v.to_string())
+        }
+        format!(
+            "{{\"elapsed_ns\": {}, \"threads\": {}, \"cpus\": {}, \"quota_cpus\": {}, \"self_ns\": {}, \
+             \"busy_ns\": {}, \"idle_ns\": {}, \"procs_running\": {}, \"throttled_ns\": {}, \
+             \"workers_busy_ns\": {}, \"workers_cpu_ns\": {}, \"workers_runq_wait_ns\": {}, \"queued\": {}}}",
+            self.elapsed_ns,
+            self.threads,
+            self.cpus,
+            opt(self.quota_cpus),
+            self.self_ns,
+            self.busy_ns,
+            self.idle_ns,
+            opt(self.procs_running),
+            self.throttled_ns,
+            self.workers_busy_ns,
+            opt(self.workers_cpu_ns),
+            opt(self.workers_runq_wait_ns),
+            self.queued
+        )
+    }
+
     fn per_period(&self, ns: u64) -> f64 {
         if self.elapsed_ns == 0 {
             0.0

@@ -7,13 +7,17 @@
 //! 2. Each tick, under the registry lock, the due pools are sampled. A pool unregisters under
 //!    the same lock before its workers exit, so the controller never reads the CPU clock of a
 //!    thread that is gone.
-//! 3. When sampling fails, the pool falls back to all its workers (what a plain pool does),
+//! 3. When every pool has been idle (nothing queued, no worker busy) for `NAP_AFTER_PERIODS`,
+//!    the thread naps until a submit to one of them wakes it (or `NAP_MAX` passes): an idle
+//!    process should not pay a timer wake-up per clock tick (about 60 µs of CPU each on the
+//!    VM of RESULTS.md). A submit checks one flag, after the fence it issues anyway.
+//! 4. When sampling fails, the pool falls back to all its workers (what a plain pool does),
 //!    counts a sample error and the first failure in the process is logged as a warning.
 
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use super::Shared;
@@ -25,6 +29,46 @@ pub const THREAD_NAME: &str = "cotenant-ctl";
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry { entries: Vec::new(), running: false, next_id: 0 });
 static WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Idle periods of every pool before the control thread naps.
+const NAP_AFTER_PERIODS: u32 = 10;
+/// The longest nap; bounds how stale a target can get if a wake-up were ever missed.
+const NAP_MAX: Duration = Duration::from_secs(1);
+/// Set while the control thread naps (or is about to); submits wake it.
+static NAPPING: AtomicBool = AtomicBool::new(false);
+static NAP: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
+
+/// Called by a dynamic pool's submit after its `SeqCst` fence: wakes a napping controller.
+pub(crate) fn nudge() {
+    if NAPPING.load(Ordering::SeqCst) {
+        let _guard = NAP.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        NAPPING.store(false, Ordering::SeqCst);
+        NAP.1.notify_one();
+    }
+}
+
+/// Step 3: naps while no registered pool has work. Called without the registry lock.
+fn nap(pools: &[Weak<Shared>]) {
+    let guard = NAP.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    NAPPING.store(true, Ordering::SeqCst);
+    // Pairs with the fence of `Shared::push`: either the submitter sees NAPPING, or we see
+    // its task here.
+    std::sync::atomic::fence(Ordering::SeqCst);
+    let busy = pools.iter().filter_map(Weak::upgrade).any(|pool| pool.queued() > 0 || pool.running() > 0);
+    if !busy {
+        let deadline = Instant::now() + NAP_MAX;
+        let mut guard = guard;
+        while NAPPING.load(Ordering::SeqCst) {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            guard =
+                NAP.1.wait_timeout(guard, deadline - now).unwrap_or_else(|poisoned| poisoned.into_inner()).0;
+        }
+    }
+    NAPPING.store(false, Ordering::SeqCst);
+}
 
 struct Registry {
     entries: Vec<Entry>,
@@ -41,6 +85,8 @@ struct Entry {
     threads: u32,
     next_due: Instant,
     last: Option<Snapshot>,
+    /// Consecutive periods without work (nothing queued, no busy worker).
+    idle_periods: u32,
     /// `/proc/self/task/<tid>/schedstat` per worker; `None` once any is unavailable.
     schedstat: Option<Vec<(PathBuf, File)>>,
     buf: Vec<u8>,
@@ -85,6 +131,7 @@ pub(crate) fn register(pool: &Arc<Shared>, policy: Policy, period: Duration, thr
         threads,
         next_due: Instant::now() + period,
         last: None,
+        idle_periods: 0,
         schedstat: Some(Vec::new()),
         buf: Vec::new(),
     });
@@ -105,8 +152,21 @@ fn warn_once(message: &str) {
     }
 }
 
+/// Environment variable naming a file to which the controller appends every sample and
+/// decision as a JSON line (for recording `testdata/policy/` vectors and for diagnosis).
+pub const RECORD_ENV: &str = "COTENANT_RECORD_SAMPLES";
+
 fn control_loop() {
     let mut sampler: Option<HostSampler> = None;
+    let mut recorder = std::env::var_os(RECORD_ENV).and_then(|path| {
+        match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+            Ok(file) => Some(std::io::BufWriter::new(file)),
+            Err(error) => {
+                warn_once(&format!("cannot open {} for {RECORD_ENV}: {error}", path.to_string_lossy()));
+                None
+            }
+        }
+    });
     loop {
         let wake_at = {
             let mut registry = lock_registry();
@@ -145,13 +205,31 @@ fn control_loop() {
             if entry.next_due <= now {
                 entry.next_due = now + entry.period; // we fell behind (suspended?): do not catch up
             }
-            tick(entry, &pool, &host);
+            tick(entry, &pool, &host, recorder.as_mut());
             true
         });
+        if registry.entries.iter().all(|entry| entry.idle_periods >= NAP_AFTER_PERIODS) {
+            let pools: Vec<Weak<Shared>> = registry.entries.iter().map(|entry| entry.pool.clone()).collect();
+            drop(registry);
+            nap(&pools);
+            let mut registry = lock_registry();
+            let now = Instant::now();
+            for entry in registry.entries.iter_mut() {
+                // Start afresh: the nap is not a period to decide from.
+                entry.last = None;
+                entry.idle_periods = 0;
+                entry.next_due = now;
+            }
+        }
     }
 }
 
-fn tick(entry: &mut Entry, pool: &Shared, host: &Result<HostCounters, crate::sampler::SampleError>) {
+fn tick(
+    entry: &mut Entry,
+    pool: &Shared,
+    host: &Result<HostCounters, crate::sampler::SampleError>,
+    recorder: Option<&mut std::io::BufWriter<std::fs::File>>,
+) {
     let host = match host {
         Ok(host) => host.clone(),
         Err(error) => {
@@ -176,6 +254,10 @@ fn tick(entry: &mut Entry, pool: &Shared, host: &Result<HostCounters, crate::sam
         })
         .sum::<Option<u64>>();
     let workers_runq_wait_ns = read_runq_wait(entry, pool);
+    let had_work = entry.last.as_ref().is_none_or(|last| workers_busy_ns != last.workers_busy_ns)
+        || pool.queued() > 0
+        || pool.running() > 0;
+    entry.idle_periods = if had_work { 0 } else { entry.idle_periods.saturating_add(1) };
     let snapshot = Snapshot { host, workers_busy_ns, workers_cpu_ns, workers_runq_wait_ns };
     let Some(last) = entry.last.replace(snapshot) else { return };
     let current = entry.last.as_ref().expect("just stored");
@@ -201,6 +283,19 @@ fn tick(entry: &mut Entry, pool: &Shared, host: &Result<HostCounters, crate::sam
     let before = entry.state.target;
     let decision = entry.policy.decide(&sample, &mut entry.state);
     pool.decisions.fetch_add(1, Ordering::Relaxed);
+    if let Some(out) = recorder {
+        use std::io::Write as _;
+        let _ = writeln!(
+            out,
+            "{{\"pool\": {}, \"policy\": \"{}\", \"before\": {before}, \"sample\": {}, \"target\": {}, \"reason\": \"{}\"}}",
+            entry.id,
+            entry.policy,
+            sample.to_json(),
+            decision.target,
+            decision.reason.as_str()
+        );
+        let _ = out.flush();
+    }
     if decision.target != before {
         tracing::debug!(
             target = decision.target,

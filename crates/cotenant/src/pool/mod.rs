@@ -233,6 +233,7 @@ impl Builder {
             stopped: AtomicBool::new(false),
             cancelling: AtomicBool::new(false),
             on_full: self.on_full,
+            dynamic: self.policy.fixed_target().is_none(),
             blocked: AtomicUsize::new(0),
             blocked_lock: Mutex::new(()),
             not_full: Condvar::new(),
@@ -312,6 +313,9 @@ pub(crate) struct Shared {
     stopped: AtomicBool,
     cancelling: AtomicBool,
     on_full: Full,
+    /// Whether a controller decides the target (a submit then wakes a napping controller).
+    #[cfg_attr(loom, allow(dead_code))]
+    dynamic: bool,
     /// Submitters waiting for room (`Full::Block`), and what they wait on.
     blocked: AtomicUsize,
     blocked_lock: Mutex<()>,
@@ -361,6 +365,10 @@ impl Shared {
                 // Pairs with the fences in `Sleep::sleep` and `Sleep::set_target`.
                 fence(Ordering::SeqCst);
                 self.sleep.wake_one_allowed();
+                #[cfg(not(loom))]
+                if self.dynamic {
+                    control::nudge();
+                }
                 Ok(())
             }
             Err(job) => Err(Refused::Full(job)),
@@ -460,7 +468,7 @@ impl Shared {
         self.sleep.wake_all();
     }
 
-    fn running(&self) -> usize {
+    pub(crate) fn running(&self) -> usize {
         self.workers.iter().filter(|worker| worker.is_busy()).count()
     }
 }

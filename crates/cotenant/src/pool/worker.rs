@@ -22,7 +22,7 @@ use crate::sync::{thread, Arc, AtomicU64, Ordering};
 #[cfg(not(loom))]
 const SPIN_ROUNDS: u32 = 7;
 #[cfg(not(loom))]
-const YIELD_ROUNDS: u32 = 3;
+const YIELD_ROUNDS: u32 = 6;
 // Under loom, spinning only multiplies the interleavings to explore; the protocol must be
 // correct without it.
 #[cfg(loom)]

@@ -7,6 +7,7 @@
 pub mod cgroup;
 pub mod cgroupfs;
 pub mod cpulist;
+pub mod loadavg;
 pub mod mountinfo;
 pub mod schedstat;
 pub mod stat;

@@ -1,0 +1,196 @@
+//! The policies' rules and invariants on constructed and simulated samples: pure, no clock.
+
+use cotenant::policy::sim::{jain, Grouping, Host, Tenant};
+use cotenant::policy::{fallback_target, Policy, PolicyState, Reason, Sample};
+use proptest::prelude::*;
+
+const PERIOD: u64 = 10_000_000;
+
+/// A 10 ms sample on `cpus` CPUs for a pool of `threads` whose `busy` workers got `own` CPUs
+/// while neighbours used `neighbours`; `queued` tasks wait.
+fn sample(cpus: u32, threads: u32, busy: f64, own: f64, neighbours: f64, queued: u32) -> Sample {
+    let ns = |cpus: f64| (cpus * PERIOD as f64) as u64;
+    let used = (own + neighbours).min(f64::from(cpus));
+    Sample {
+        elapsed_ns: PERIOD,
+        threads,
+        cpus,
+        quota_cpus: None,
+        self_ns: ns(own),
+        busy_ns: ns(used),
+        idle_ns: ns(f64::from(cpus) - used),
+        procs_running: None,
+        throttled_ns: 0,
+        workers_busy_ns: ns(busy),
+        workers_cpu_ns: Some(ns(own)),
+        workers_runq_wait_ns: None,
+        queued,
+    }
+}
+
+fn decide_n(policy: &Policy, state: &mut PolicyState, s: &Sample, n: usize) -> Vec<(u32, Reason)> {
+    (0..n)
+        .map(|_| {
+            let d = policy.decide(s, state);
+            (d.target, d.reason)
+        })
+        .collect()
+}
+
+#[test]
+fn adaptive_never_plans_more_workers_than_the_quota_pays_for() {
+    let policy = Policy::adaptive();
+    let mut state = PolicyState::new(8);
+    let mut s = sample(8, 8, 8.0, 8.0, 0.0, 100);
+    s.quota_cpus = Some(2.5);
+    let d = policy.decide(&s, &mut state);
+    assert_eq!((d.target, d.reason), (2, Reason::Quota));
+    // Idle CPUs and queued work do not lift it above the quota.
+    let mut idle = sample(8, 8, 2.0, 2.0, 0.0, 100);
+    idle.quota_cpus = Some(2.5);
+    for (target, _) in decide_n(&policy, &mut state, &idle, 20) {
+        assert_eq!(target, 2);
+    }
+}
+
+#[test]
+fn adaptive_shrinks_within_three_periods_when_neighbours_make_workers_wait() {
+    // 2 CPUs, our 2 workers and a neighbour's 2 busy threads: each gets half a CPU.
+    let policy = Policy::adaptive();
+    let mut state = PolicyState::new(2);
+    let contended = sample(2, 2, 2.0, 1.0, 1.0, 50);
+    let targets = decide_n(&policy, &mut state, &contended, 3);
+    assert!(targets.iter().any(|&(t, r)| t == 1 && r == Reason::Contention), "{targets:?}");
+}
+
+#[test]
+fn adaptive_grows_into_idle_cpus_within_three_periods_with_queued_work() {
+    let policy = Policy::adaptive();
+    let mut state = PolicyState::new(1);
+    // Alone on 16 CPUs with one worker busy and work queued: 15 idle CPUs.
+    let alone = sample(16, 16, 1.0, 1.0, 0.0, 100);
+    let targets = decide_n(&policy, &mut state, &alone, 3);
+    assert_eq!(targets.last().unwrap().0, 16, "{targets:?}");
+    // Without queued work and with the only worker half busy, it stays.
+    let mut state = PolicyState::new(1);
+    let quiet = sample(16, 16, 0.5, 0.5, 0.0, 0);
+    assert!(decide_n(&policy, &mut state, &quiet, 10).iter().all(|&(t, _)| t == 1));
+}
+
+#[test]
+fn adaptive_holds_for_one_period_after_a_change() {
+    let policy = Policy::adaptive();
+    let mut state = PolicyState::new(2);
+    let contended = sample(2, 2, 2.0, 1.0, 1.0, 50);
+    let first = policy.decide(&contended, &mut state);
+    let second = policy.decide(&contended, &mut state);
+    assert_eq!((first.reason, second.reason), (Reason::Contention, Reason::Hold));
+}
+
+#[test]
+fn adaptive_shrinks_when_throttled() {
+    let policy = Policy::adaptive();
+    let mut state = PolicyState::new(4);
+    let mut s = sample(4, 4, 4.0, 4.0, 0.0, 10);
+    s.throttled_ns = PERIOD / 5;
+    let d = policy.decide(&s, &mut state);
+    assert_eq!(d.reason, Reason::Contention);
+    assert!(d.target < 4);
+}
+
+#[test]
+fn a_little_host_noise_does_not_move_the_target() {
+    // 0.05 worker-equivalents of waiting, as recorded alone on the 2-CPU VM.
+    let policy = Policy::adaptive();
+    let mut state = PolicyState::new(2);
+    let mut s = sample(2, 2, 2.0, 1.95, 0.0, 4096);
+    s.workers_cpu_ns = Some((1.95 * PERIOD as f64) as u64);
+    assert!(decide_n(&policy, &mut state, &s, 100).iter().all(|&(t, _)| t == 2));
+}
+
+#[test]
+fn share_is_the_seed_formula() {
+    let policy = Policy::share(1.0);
+    let mut state = PolicyState::new(16);
+    // We used 4 of 8 busy CPUs of 16: ceil(1 * 4/8 * 16) = 8.
+    assert_eq!(policy.decide(&sample(16, 16, 4.0, 4.0, 4.0, 1), &mut state).target, 8);
+    // Overcommit 1.5: ceil(1.5 * 0.5 * 16) = 12.
+    assert_eq!(Policy::share(1.5).decide(&sample(16, 16, 4.0, 4.0, 4.0, 1), &mut state).target, 12);
+    // Nothing ran: every worker.
+    assert_eq!(policy.decide(&sample(16, 16, 0.0, 0.0, 0.0, 0), &mut state).target, 16);
+}
+
+#[test]
+fn sampling_failure_falls_back_to_every_allowed_worker() {
+    assert_eq!(fallback_target(8, None), 8);
+    assert_eq!(fallback_target(8, Some(3)), 3);
+    assert_eq!(fallback_target(8, Some(0)), 1);
+}
+
+fn two_processes(policy: &Policy, cpus: u32, first: u32, second: u32, seconds: usize) -> (Vec<f64>, usize) {
+    let mut host = Host::new(cpus, Grouping::Threads);
+    host.tenants.push(Tenant::saturated(policy.clone(), cpus, first));
+    host.tenants.push(Tenant::saturated(policy.clone(), cpus, second));
+    let mut jains = Vec::new();
+    let mut changes = 0;
+    let mut last: Vec<u32> = vec![first, second];
+    for period in 0..seconds * 100 {
+        let outcome = host.step();
+        jains.push(jain(&outcome.iter().map(|o| o.cpus).collect::<Vec<_>>()));
+        let now: Vec<u32> = host.tenants.iter().map(|t| t.state.target).collect();
+        if period >= 100 {
+            changes += now.iter().zip(&last).filter(|(a, b)| a != b).count();
+        }
+        last = now;
+    }
+    (jains, changes)
+}
+
+#[test]
+fn share_locks_in_after_one_process_ran_alone() {
+    // The lock-in: A has all 16 CPUs, B starts with one worker. Under share, B keeps
+    // one worker for 10 s while both have queued work.
+    let (jains, _) = two_processes(&Policy::share(1.0), 16, 16, 1, 10);
+    assert!(jains.iter().all(|&j| j < 0.6), "share escaped the lock-in?");
+}
+
+#[test]
+fn adaptive_converges_to_equal_shares_within_one_second_and_stays() {
+    for cpus in [2, 4, 16, 64] {
+        let (jains, changes) = two_processes(&Policy::adaptive(), cpus, cpus, 1, 10);
+        assert!(jains[99..].iter().all(|&j| j >= 0.95), "{cpus} CPUs: Jain {:?} at 1 s", &jains[99]);
+        // (e) steady under steady load: at most one change per second per process.
+        assert!(changes <= 2 * 9, "{cpus} CPUs: {changes} target changes in 9 steady seconds");
+    }
+}
+
+proptest! {
+    /// Every decision is in 1..=threads and never above the cap, whatever the sample.
+    #[test]
+    fn decisions_stay_in_bounds(
+        threads in 1u32..512,
+        cpus in 0u32..512,
+        quota in proptest::option::of(0.0f64..600.0),
+        start in 0u32..600,
+        samples in proptest::collection::vec(
+            (any::<u32>(), any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>(), proptest::option::of(any::<u64>()), proptest::option::of(any::<u64>()), any::<u64>(), any::<u32>()),
+            1..40),
+        kind in 0usize..3,
+        overcommit in 0.01f64..8.0,
+    ) {
+        let policy = match kind { 0 => Policy::adaptive(), 1 => Policy::share(overcommit), _ => Policy::fixed(((start % threads) + 1) as usize) };
+        let mut state = PolicyState::new(start);
+        for (elapsed, self_ns, busy, idle, wbusy, wcpu, runq, throttled, queued) in samples {
+            let s = Sample {
+                elapsed_ns: u64::from(elapsed), threads, cpus, quota_cpus: quota, self_ns, busy_ns: busy, idle_ns: idle,
+                procs_running: None, throttled_ns: throttled, workers_busy_ns: wbusy, workers_cpu_ns: wcpu,
+                workers_runq_wait_ns: runq, queued,
+            };
+            let d = policy.decide(&s, &mut state);
+            prop_assert!(d.target >= 1 && d.target <= threads, "{d:?} for {threads} threads");
+            if kind != 2 {
+                prop_assert!(d.target <= s.cap(), "{d:?} above cap {}", s.cap());
+            }
+        }
+    }
+}
