@@ -19,7 +19,11 @@ fn main() {
     for _ in 0..n {
         sampler.read().expect("read");
     }
-    println!("HostSampler::read: {:?} wall, {} ns CPU per call", t0.elapsed() / n, (thread_cpu() - c0) / u64::from(n));
+    println!(
+        "HostSampler::read: {:?} wall, {} ns CPU per call",
+        t0.elapsed() / n,
+        (thread_cpu() - c0) / u64::from(n)
+    );
     let mut budget = cotenant::cpus::detect().expect("detect");
     let c0 = thread_cpu();
     for _ in 0..n {

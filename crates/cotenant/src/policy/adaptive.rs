@@ -11,8 +11,9 @@
 //!    all of them when nobody else runs, half of them when neighbours run (they may grow too).
 //! 5. **Probe**: no idle CPU, work waiting, and the neighbours together use at least a CPU
 //!    more than we do: every `probe_wait` periods try one more worker. If our fair share is
-//!    larger, the neighbour (bigger, so waiting more) shrinks at step 3 and we keep it; if not,
-//!    we shrink and wait twice as long before the next probe. This is what breaks the lock-in
+//!    larger, the neighbour (bigger, so waiting more) shrinks at step 3 and we keep it; if our
+//!    workers still wait three periods later, we undo it and wait twice as long before the next
+//!    probe. This is what breaks the lock-in
 //!    of the share formula, where a small pool stays small because it is small.
 
 use super::{Decision, PolicyState, Reason, Sample};
@@ -45,8 +46,8 @@ pub struct AdaptiveConfig {
 impl Default for AdaptiveConfig {
     fn default() -> Self {
         AdaptiveConfig {
-            wait_threads: 0.3,
-            wait_fraction: 0.02,
+            wait_threads: 0.5,
+            wait_fraction: 0.0,
             throttled_fraction: 0.05,
             max_decrease: 0.5,
             idle_cpus: 0.5,
@@ -141,8 +142,15 @@ pub(super) fn decide(config: &AdaptiveConfig, sample: &Sample, state: &mut Polic
         return Decision { target: decreased, reason: Reason::Contention };
     }
     if state.probing && state.since_change >= 2 {
-        // Two clean periods after the probe: it succeeded. Probe again soon.
+        // The third period after the probe (the first was held): the neighbours have had two
+        // periods to react, even one that was holding after a change of its own. If our workers still wait, the probe only overcommitted the host:
+        // undo it and wait twice as long before the next one. If not, probe again soon.
         state.probing = false;
+        if waiting >= config.wait_threads / 2.0 {
+            state.probe_wait = (state.probe_wait * 2).min(config.probe_wait_max);
+            state.hold = 1;
+            return Decision { target: current.saturating_sub(1).max(1), reason: Reason::Contention };
+        }
         state.probe_wait = config.probe_wait_min;
     }
     if !saturated || current >= cap {
