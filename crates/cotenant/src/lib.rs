@@ -14,7 +14,7 @@
 //! | module | what it owns |
 //! |---|---|
 //! | [`cpus`] | [`CpuBudget`]: the CPU count, every source it came from, cheap refresh |
-//! | [`pool`] | [`Pool`], [`Builder`](pool::Builder), [`Task`], [`Full`]: the friendly pool |
+//! | [`pool`] | [`Pool`], [`Builder`], [`Task`], [`Full`]: the friendly pool |
 //! | [`policy`] | [`Policy`]: pure decisions from a [`policy::Sample`]; the simulator |
 //! | [`sampler`] | host and process CPU counters read each period |
 //! | [`metrics`] | [`Metrics`]: a pool's counters, Display and Prometheus text |
