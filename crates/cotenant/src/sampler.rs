@@ -46,7 +46,7 @@ pub struct HostCounters {
 
 /// Why a reading failed: the file (or call) and what went wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SampleError(String);
+pub struct SampleError(pub(crate) String);
 
 impl fmt::Display for SampleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -20,6 +20,15 @@ use std::fmt;
 pub use adaptive::AdaptiveConfig;
 
 /// How a pool decides how many of its workers may run.
+///
+/// ```
+/// use cotenant::{Policy, Pool};
+/// let ignorant = Pool::builder().policy(Policy::fixed(2)).build().unwrap();
+/// assert_eq!((ignorant.threads(), ignorant.target()), (2, 2));
+/// assert_eq!(Policy::share(1.5).to_string(), "share(1.5)");
+/// assert!(Policy::share(-1.0).validate().unwrap_err().contains("finite overcommit > 0"));
+/// assert_eq!(Policy::default(), Policy::adaptive());
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     kind: Kind,
@@ -97,6 +106,13 @@ impl Policy {
         debug_assert!(decision.target >= 1 && decision.target <= sample.threads.max(1));
         state.record(decision.target);
         decision
+    }
+}
+
+impl Default for Policy {
+    /// [`Policy::adaptive`].
+    fn default() -> Self {
+        Policy::adaptive()
     }
 }
 

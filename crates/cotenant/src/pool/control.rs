@@ -341,3 +341,55 @@ fn read_runq_wait(entry: &mut Entry, pool: &Shared) -> Option<u64> {
     }
     Some(total)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sampler::SampleError;
+    use crate::Pool;
+
+    fn entry_for(pool: &Pool) -> Entry {
+        Entry {
+            id: u64::MAX,
+            pool: Arc::downgrade(&pool.shared),
+            policy: Policy::adaptive(),
+            state: PolicyState::new(1),
+            period: Duration::from_millis(10),
+            threads: pool.threads() as u32,
+            next_due: Instant::now(),
+            last: None,
+            idle_periods: 0,
+            schedstat: None,
+            buf: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_failed_sample_falls_back_to_every_worker_and_is_counted() {
+        let pool = Pool::builder().policy(Policy::fixed(1)).threads(3).build().unwrap();
+        assert_eq!(pool.target(), 1);
+        let mut entry = entry_for(&pool);
+        let failure = Err(SampleError("cannot read /proc/loadavg: gone".into()));
+        tick(&mut entry, &pool.shared, &failure, None);
+        tick(&mut entry, &pool.shared, &failure, None);
+        assert_eq!(pool.target(), 3, "fallback: every worker");
+        let metrics = pool.metrics();
+        assert_eq!((metrics.sample_errors, metrics.decisions), (2, 0));
+        assert!(WARNED.load(Ordering::Relaxed), "the first failure is logged");
+        // The pool still works.
+        assert_eq!(pool.spawn(|| 5).join().unwrap(), 5);
+    }
+
+    #[test]
+    fn the_first_reading_only_sets_the_baseline() {
+        let Ok(mut sampler) = HostSampler::system() else { return };
+        let pool = Pool::builder().policy(Policy::fixed(2)).threads(2).build().unwrap();
+        let mut entry = entry_for(&pool);
+        tick(&mut entry, &pool.shared, &sampler.read(), None);
+        assert_eq!(pool.metrics().decisions, 0);
+        std::thread::sleep(Duration::from_millis(5));
+        tick(&mut entry, &pool.shared, &sampler.read(), None);
+        assert_eq!(pool.metrics().decisions, 1);
+        assert!((1..=2).contains(&pool.target()));
+    }
+}
