@@ -1,6 +1,6 @@
 //! The only source of atomics, locks, condition variables and threads in the pool: `std` in normal
 //! builds, [loom](https://docs.rs/loom) under `--cfg loom` so the same protocol code runs in the
-//! loom models of `tests/loom_pool.rs` (tokio's `loom/mod.rs` pattern).
+//! loom models of `pool/tests/loom_protocol.rs` (tokio's `loom/mod.rs` pattern).
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{

@@ -126,7 +126,7 @@ pub(super) fn decide(config: &AdaptiveConfig, sample: &Sample, state: &mut Polic
     if contended {
         if state.probing {
             // The probe cost us more than it gained: back off.
-            state.probe_wait = (state.probe_wait * 2).min(config.probe_wait_max);
+            state.probe_wait = state.probe_wait.saturating_mul(2).min(config.probe_wait_max);
             state.probing = false;
         }
         if current == 1 {
@@ -147,7 +147,7 @@ pub(super) fn decide(config: &AdaptiveConfig, sample: &Sample, state: &mut Polic
         // undo it and wait twice as long before the next one. If not, probe again soon.
         state.probing = false;
         if waiting >= config.wait_threads / 2.0 {
-            state.probe_wait = (state.probe_wait * 2).min(config.probe_wait_max);
+            state.probe_wait = state.probe_wait.saturating_mul(2).min(config.probe_wait_max);
             state.hold = 1;
             return Decision { target: current.saturating_sub(1).max(1), reason: Reason::Contention };
         }
@@ -164,7 +164,7 @@ pub(super) fn decide(config: &AdaptiveConfig, sample: &Sample, state: &mut Polic
         return Decision { target: current.saturating_add(grow).min(cap), reason: Reason::Idle };
     }
     // 5. Fairness probe.
-    if neighbours >= sample.own_cpus() + 1.0 && state.since_change + 1 >= state.probe_wait {
+    if neighbours >= sample.own_cpus() + 1.0 && state.since_change.saturating_add(1) >= state.probe_wait {
         // One worker, or an eighth of the gap on big hosts so that 64 CPUs converge as fast as
         // 16 (the bigger neighbour gives back what its workers then wait).
         let step = (((neighbours - sample.own_cpus()) / PROBE_GAP_DIVISOR).floor() as u32).max(1);

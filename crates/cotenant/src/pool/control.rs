@@ -85,6 +85,8 @@ struct Entry {
     threads: u32,
     next_due: Instant,
     last: Option<Snapshot>,
+    /// The cap of the last good sample: what the fallback keeps to when sampling fails.
+    last_cap: Option<u32>,
     /// Consecutive periods without work (nothing queued, no busy worker).
     idle_periods: u32,
     /// `/proc/self/task/<tid>/schedstat` per worker; `None` once any is unavailable.
@@ -131,10 +133,20 @@ pub(crate) fn register(pool: &Arc<Shared>, policy: Policy, period: Duration, thr
         threads,
         next_due: Instant::now() + period,
         last: None,
+        last_cap: None,
         idle_periods: 0,
         schedstat: Some(Vec::new()),
         buf: Vec::new(),
     });
+    drop(registry);
+    {
+        let mut registered = REGISTERED.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        *registered = true;
+        REGISTERED.1.notify_all();
+    }
+    nudge(); // a napping controller too
+
+    let mut registry = lock_registry();
     if !registry.running {
         match std::thread::Builder::new().name(THREAD_NAME.into()).spawn(control_loop) {
             Ok(_) => registry.running = true,
@@ -156,8 +168,31 @@ fn warn_once(message: &str) {
 /// decision as a JSON line (for recording `testdata/policy/` vectors and for diagnosis).
 pub const RECORD_ENV: &str = "COTENANT_RECORD_SAMPLES";
 
+/// Resets `running` however the control loop ends, so that the next registration starts a
+/// new thread even if this one died.
+struct RunningGuard;
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        lock_registry().running = false;
+    }
+}
+
+/// Wakes the control thread early when a pool registers (its period may be shorter than the
+/// current sleep).
+static REGISTERED: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
+
+/// How long to wait before building the sampler again after it failed to build.
+const SAMPLER_RETRY: Duration = Duration::from_secs(1);
+/// Consecutive failed readings after which the sampler is rebuilt (the process may have moved
+/// to another cgroup, which a sampler's opened files do not follow).
+const SAMPLER_REBUILD_AFTER: u32 = 100;
+
 fn control_loop() {
+    let _running = RunningGuard;
     let mut sampler: Option<HostSampler> = None;
+    let mut sampler_error: Option<(crate::sampler::SampleError, Instant)> = None;
+    let mut failed_reads = 0u32;
     let mut recorder = std::env::var_os(RECORD_ENV).and_then(|path| {
         match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
             Ok(file) => Some(std::io::BufWriter::new(file)),
@@ -169,18 +204,26 @@ fn control_loop() {
     });
     loop {
         let wake_at = {
-            let mut registry = lock_registry();
+            let registry = lock_registry();
             match registry.entries.iter().map(|entry| entry.next_due).min() {
                 Some(at) => at,
-                None => {
-                    registry.running = false;
-                    return;
-                }
+                None => return, // RunningGuard resets `running` under the lock we release here
             }
         };
-        let now = Instant::now();
-        if wake_at > now {
-            std::thread::sleep(wake_at - now);
+        {
+            let mut registered = REGISTERED.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            loop {
+                let now = Instant::now();
+                if *registered || wake_at <= now {
+                    break;
+                }
+                registered = REGISTERED
+                    .1
+                    .wait_timeout(registered, wake_at - now)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .0;
+            }
+            *registered = false;
         }
         let mut registry = lock_registry();
         let now = Instant::now();
@@ -188,14 +231,29 @@ fn control_loop() {
             continue;
         }
         // Step 2: one host reading for every due pool.
-        let host = match sampler.as_mut() {
-            Some(sampler) => sampler.read(),
-            None => HostSampler::system().and_then(|mut s| {
+        let host = match (sampler.as_mut(), &sampler_error) {
+            (Some(s), _) => s.read(),
+            (None, Some((error, at))) if now.duration_since(*at) < SAMPLER_RETRY => Err(error.clone()),
+            (None, _) => HostSampler::system().and_then(|mut s| {
                 let reading = s.read();
                 sampler = Some(s);
                 reading
             }),
         };
+        match &host {
+            Ok(_) => (failed_reads, sampler_error) = (0, None),
+            Err(error) => {
+                failed_reads = failed_reads.saturating_add(1);
+                if sampler.is_none()
+                    && sampler_error.as_ref().is_none_or(|(_, at)| now.duration_since(*at) >= SAMPLER_RETRY)
+                {
+                    sampler_error = Some((error.clone(), now));
+                }
+                if failed_reads >= SAMPLER_REBUILD_AFTER {
+                    (sampler, failed_reads) = (None, 0);
+                }
+            }
+        }
         registry.entries.retain_mut(|entry| {
             if entry.next_due > now {
                 return true;
@@ -205,7 +263,13 @@ fn control_loop() {
             if entry.next_due <= now {
                 entry.next_due = now + entry.period; // we fell behind (suspended?): do not catch up
             }
-            tick(entry, &pool, &host, recorder.as_mut());
+            // A bug in a tick must not leave every pool without a controller.
+            let ticked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                tick(entry, &pool, &host, recorder.as_mut())
+            }));
+            if ticked.is_err() {
+                warn_once("a controller tick panicked; that pool keeps its target this period");
+            }
             true
         });
         if registry.entries.iter().all(|entry| entry.idle_periods >= NAP_AFTER_PERIODS) {
@@ -236,9 +300,11 @@ fn tick(
             // Step 3: fall back to every worker.
             pool.sample_errors.fetch_add(1, Ordering::Relaxed);
             warn_once(&format!("sampling failed ({error}); pools fall back to all their workers"));
-            let target = fallback_target(entry.threads, None);
+            let target = fallback_target(entry.threads, entry.last_cap);
             entry.state = PolicyState::new(target);
             entry.last = None;
+            let had_work = pool.queued() > 0 || pool.running() > 0;
+            entry.idle_periods = if had_work { 0 } else { entry.idle_periods.saturating_add(1) };
             pool.sleep.set_target(target as usize, || pool.queued());
             return;
         }
@@ -280,6 +346,7 @@ fn tick(
             .map(|(b, a)| b.saturating_sub(a)),
         queued: u32::try_from(pool.queued()).unwrap_or(u32::MAX),
     };
+    entry.last_cap = Some(sample.cap());
     let before = entry.state.target;
     let decision = entry.policy.decide(&sample, &mut entry.state);
     pool.decisions.fetch_add(1, Ordering::Relaxed);
@@ -316,8 +383,9 @@ fn tick(
 /// Sum of the workers' run-queue wait from schedstat, or `None` when the kernel does not
 /// report it (no `CONFIG_SCHED_INFO`) or a worker has not started yet.
 fn read_runq_wait(entry: &mut Entry, pool: &Shared) -> Option<u64> {
-    let files = entry.schedstat.as_mut()?;
-    if files.is_empty() {
+    if entry.schedstat.as_ref()?.is_empty() {
+        // Open every worker's file or none: a partial list would under-count for good.
+        let mut files = Vec::with_capacity(pool.workers.len());
         for worker in pool.workers.iter() {
             let tid = worker.tid.load(std::sync::atomic::Ordering::Acquire);
             if tid == 0 {
@@ -332,7 +400,9 @@ fn read_runq_wait(entry: &mut Entry, pool: &Shared) -> Option<u64> {
                 }
             }
         }
+        entry.schedstat = Some(files);
     }
+    let files = entry.schedstat.as_ref()?;
     let mut total = 0u64;
     for (path, file) in files.iter() {
         let text = read_at_zero(file, path, &mut entry.buf).ok()?;
@@ -358,6 +428,7 @@ mod tests {
             threads: pool.threads() as u32,
             next_due: Instant::now(),
             last: None,
+            last_cap: None,
             idle_periods: 0,
             schedstat: None,
             buf: Vec::new(),

@@ -42,6 +42,10 @@ pub use task::{JoinError, Task};
 /// submitter, small enough (about 100 KiB) that a forgotten pool does not hoard memory.
 pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
 
+/// The shortest period accepted: a controller deciding more often than this would spend more
+/// CPU deciding than it saves (and the kernel's counters do not move much faster).
+pub const MIN_PERIOD: Duration = Duration::from_millis(1);
+
 /// The longest period accepted: a controller that decides less often than this cannot follow
 /// neighbours at all.
 pub const MAX_PERIOD: Duration = Duration::from_secs(10);
@@ -50,7 +54,9 @@ pub const MAX_PERIOD: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Full {
     /// Wait until a worker frees a slot (the default: back-pressure on the producer, nothing
-    /// lost). Submits waiting when the pool shuts down are rejected.
+    /// lost). Submits waiting when the pool shuts down are rejected. A task of this pool that
+    /// submits to its own full queue runs the new task itself rather than wait (it might be
+    /// the only worker allowed to run, waiting for itself).
     #[default]
     Block,
     /// Run the task on the submitting thread, which slows the producer down by exactly the
@@ -217,8 +223,10 @@ impl Builder {
             return invalid("queue_capacity must be at least 1, got 0".into());
         }
         let period = self.period.unwrap_or_else(default_period);
-        if period.is_zero() || period > MAX_PERIOD {
-            return invalid(format!("period must be more than 0 and at most {MAX_PERIOD:?}, got {period:?}"));
+        if period < MIN_PERIOD || period > MAX_PERIOD {
+            return invalid(format!(
+                "period must be between {MIN_PERIOD:?} and {MAX_PERIOD:?}, got {period:?}"
+            ));
         }
         if self.name.contains('\0') {
             return invalid("name must not contain a NUL byte".into());
@@ -238,6 +246,8 @@ impl Builder {
             blocked_lock: Mutex::new(()),
             not_full: Condvar::new(),
             workers: (0..threads).map(|_| CachePadded(WorkerStats::default())).collect(),
+            live: Mutex::new(threads),
+            exited: Condvar::new(),
             rejected: AtomicU64::new(0),
             caller_ran: AtomicU64::new(0),
             decisions: AtomicU64::new(0),
@@ -252,6 +262,7 @@ impl Builder {
             }) {
                 Ok(handle) => handles.push(handle),
                 Err(error) => {
+                    *lock(&shared.live) -= threads - index;
                     shared.close(true);
                     for handle in handles {
                         let _ = handle.join();
@@ -321,6 +332,10 @@ pub(crate) struct Shared {
     blocked_lock: Mutex<()>,
     not_full: Condvar,
     pub(crate) workers: Box<[CachePadded<WorkerStats>]>,
+    /// Worker threads that have not exited yet, and what `stop` waits on: whoever calls
+    /// `shutdown` second (or from a task) still returns only once every worker is gone.
+    live: Mutex<usize>,
+    exited: Condvar,
     rejected: AtomicU64,
     caller_ran: AtomicU64,
     pub(crate) decisions: AtomicU64,
@@ -348,6 +363,24 @@ impl Shared {
 
     fn is_cancelling(&self) -> bool {
         self.cancelling.load(Ordering::Relaxed)
+    }
+
+    /// Whether the calling thread is one of this pool's workers.
+    pub(crate) fn is_own_worker(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            worker::CURRENT_POOL.with(|current| current.get() == self as *const Shared as usize)
+        }
+        #[cfg(loom)]
+        {
+            false
+        }
+    }
+
+    /// Called by each worker thread as it exits.
+    pub(crate) fn worker_exited(&self) {
+        *lock(&self.live) -= 1;
+        self.exited.notify_all();
     }
 
     pub(crate) fn queued(&self) -> usize {
@@ -389,6 +422,15 @@ impl Shared {
             Err(Refused::Full(job)) => job,
         };
         match self.on_full {
+            // A worker of this pool waiting for room in its own queue could wait forever (it
+            // may be the only allowed worker): it runs the task itself instead.
+            Full::Block if self.is_own_worker() => {
+                self.caller_ran.fetch_add(1, Ordering::Relaxed);
+                if job.run() == Outcome::Panicked {
+                    self.workers[0].panicked.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            }
             Full::Block => self.push_blocking(job),
             Full::CallerRuns => {
                 self.caller_ran.fetch_add(1, Ordering::Relaxed);
@@ -619,9 +661,11 @@ impl Pool {
         }
     }
 
-    /// Stops accepting tasks, lets the workers run everything already queued, and joins the
-    /// threads. Idempotent. Called from one of this pool's own tasks, it does not wait for
-    /// that task's thread (which cannot join itself).
+    /// Stops accepting tasks, lets the workers run everything already queued, and waits until
+    /// every worker thread has exited. Idempotent, and safe to call from several threads.
+    /// Called from one of this pool's own tasks, it waits for every worker but the calling
+    /// one, which exits after that task returns (so tasks still queued behind it may run after
+    /// `shutdown` returns).
     pub fn shutdown(&self) {
         self.stop(false);
     }
@@ -644,11 +688,18 @@ impl Pool {
         for handle in handles {
             #[cfg(not(loom))]
             if handle.thread().id() == me {
-                continue;
+                continue; // a task of this pool called shutdown: a thread cannot join itself
             }
             let _ = me;
-            // Workers never panic (jobs catch their panics); nothing to report.
+            // A worker thread catches every panic of user code; nothing to report.
             let _ = handle.join();
+        }
+        // A concurrent or earlier caller may hold the handles: wait for every worker to exit
+        // anyway (all but the calling one, if a task of this pool called us).
+        let own = usize::from(self.shared.is_own_worker());
+        let mut live = lock(&self.shared.live);
+        while *live > own {
+            live = wait(&self.shared.exited, live);
         }
     }
 }

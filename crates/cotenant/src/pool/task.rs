@@ -1,7 +1,7 @@
 //! A task's result slot: [`Task`] (the caller's end) and the completer the job carries (the
 //! worker's end). Every accepted task resolves its `Task` exactly once: with its value, with its
 //! panic, or with [`JoinError::Cancelled`] when the job is dropped without running (queue
-//! drained by `shutdown_now`, pool dropped), because the completer reports that from `Drop`.
+//! drained by `shutdown_now`), because the completer reports that from `Drop`.
 
 use std::any::Any;
 use std::fmt;
@@ -14,8 +14,8 @@ use crate::sync::{lock, thread, wait, Arc, AtomicBool, Condvar, Mutex, Ordering}
 pub enum JoinError {
     /// The task panicked; this is the panic's payload (what `std::panic::catch_unwind` returns).
     Panicked(Box<dyn Any + Send + 'static>),
-    /// The task was accepted but never ran: `shutdown_now` removed it from the queue, or the
-    /// pool was dropped before it ran.
+    /// The task was accepted but never ran: `shutdown_now` removed it from the queue. (Dropping
+    /// a pool is a graceful shutdown: queued tasks run.)
     Cancelled,
     /// The pool refused the task: its queue was full and its [`Full`](crate::Full) policy is
     /// `Reject`, or the pool was shutting down.

@@ -71,8 +71,16 @@ impl WorkerStats {
     /// Wall-clock nanoseconds spent busy since the epoch, up to `now_ns`.
     #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn busy_ns(&self, now_ns: u64) -> u64 {
-        let since = self.busy_since_ns.load(Ordering::Relaxed);
-        let total = self.busy_total_ns.load(Ordering::Relaxed);
+        // Read total, since, total, and read again if a stretch ended in between. This narrows
+        // but does not close the race with `mark_idle` (one period may under-count a stretch
+        // that the next then counts): good enough for a per-period estimate.
+        let (since, total) = loop {
+            let total = self.busy_total_ns.load(Ordering::Acquire);
+            let since = self.busy_since_ns.load(Ordering::Acquire);
+            if self.busy_total_ns.load(Ordering::Acquire) == total {
+                break (since, total);
+            }
+        };
         if since == 0 {
             total
         } else {
@@ -99,6 +107,31 @@ impl WorkerStats {
     }
 }
 
+#[cfg(not(loom))]
+thread_local! {
+    /// The `Shared` this thread is a worker of (its address), or 0: lets the pool recognise
+    /// its own workers calling `shutdown` or submitting to a full queue.
+    pub(crate) static CURRENT_POOL: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Tells the pool this worker has exited, however the loop ends.
+struct ExitGuard<'a>(&'a Shared);
+
+impl Drop for ExitGuard<'_> {
+    fn drop(&mut self) {
+        #[cfg(not(loom))]
+        CURRENT_POOL.with(|current| current.set(0));
+        self.0.worker_exited();
+    }
+}
+
+/// Runs user code that may panic outside a task's own `catch_unwind`: dropping a task's value
+/// nobody joined, a panic payload, or a cancelled job. True if it panicked. A worker thread
+/// must survive all of them, or the tasks behind it would be stranded.
+fn guarded(f: impl FnOnce() -> bool) -> bool {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(true)
+}
+
 pub(crate) fn nanos_since(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
@@ -106,6 +139,9 @@ pub(crate) fn nanos_since(epoch: Instant) -> u64 {
 /// The body of worker `index`'s thread.
 pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     let stats = &shared.workers[index];
+    let _exit = ExitGuard(&shared);
+    #[cfg(not(loom))]
+    CURRENT_POOL.with(|current| current.set(Arc::as_ptr(&shared) as usize));
     stats.register_thread();
     loop {
         let allowed = index < shared.sleep.target();
@@ -113,11 +149,17 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             if let Some(job) = shared.queue.pop() {
                 shared.after_pop();
                 if shared.is_cancelling() {
-                    drop(job); // resolves its Task as Cancelled
+                    // Resolves its Task as Cancelled (dropping the closure runs user Drops).
+                    if guarded(move || {
+                        drop(job);
+                        false
+                    }) {
+                        stats.panicked.fetch_add(1, Ordering::Relaxed);
+                    }
                     continue;
                 }
                 stats.mark_busy(shared.epoch);
-                if job.run() == Outcome::Panicked {
+                if guarded(move || job.run() == Outcome::Panicked) {
                     stats.panicked.fetch_add(1, Ordering::Relaxed);
                 }
                 stats.completed.fetch_add(1, Ordering::Relaxed);
