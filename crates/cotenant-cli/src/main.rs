@@ -3,6 +3,7 @@
 
 mod args;
 mod cmd;
+mod lab;
 mod output;
 
 use std::process::ExitCode;
@@ -41,6 +42,8 @@ fn run() -> anyhow::Result<ExitCode> {
     };
     match args.command {
         args::Command::Cpus(a) => cmd::cpus::run(&a),
+        args::Command::Lab(a) => cmd::lab::run(&a),
+        args::Command::LabWorker(a) => lab::worker::run(&a),
     }
 }
 

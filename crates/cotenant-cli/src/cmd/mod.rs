@@ -1,3 +1,4 @@
 //! One module per subcommand: each turns its parsed arguments into library calls and output.
 
 pub mod cpus;
+pub mod lab;

@@ -1,0 +1,127 @@
+//! One process of a lab experiment (`cotenant lab-worker`, hidden): builds the pool kind it is
+//! told to, waits for the common start instant, serves its open-loop schedule and prints one
+//! JSON line ([`WorkerReport`]) on stdout.
+//!
+//! It never outlives the lab: it asks the kernel for SIGKILL when its parent dies
+//! (`PR_SET_PDEATHSIG`), and checks that the parent is still the one it was given.
+
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+
+use super::workload::{self, Calibration, Summary};
+use crate::args::{LabWorkerArgs, PoolKind};
+
+/// What a worker prints.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WorkerReport {
+    /// The worker's pid.
+    pub pid: u32,
+    /// Items per second it was offered.
+    pub rate_per_s: f64,
+    /// Its pool's threads and final target.
+    pub threads: usize,
+    /// Target at the end of the run.
+    pub final_target: usize,
+    /// Controller decisions during the run.
+    pub decisions: u64,
+    /// Chunks per item and measured chunk time.
+    pub chunks: u32,
+    /// Nanoseconds of one chunk.
+    pub chunk_ns: f64,
+    /// Latency and throughput.
+    pub summary: SummaryRow,
+}
+
+/// [`Summary`] in a form that deserialises (the lab reads it back).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SummaryRow {
+    /// Items offered.
+    pub offered: usize,
+    /// Items completed.
+    pub completed: usize,
+    /// Completed per second.
+    pub throughput_per_s: f64,
+    /// Service p50, p99, max (µs).
+    pub service_p50_us: f64,
+    /// Service p99.
+    pub service_p99_us: f64,
+    /// Service max.
+    pub service_max_us: f64,
+    /// End-to-end p50 (µs).
+    pub e2e_p50_us: f64,
+    /// End-to-end p99.
+    pub e2e_p99_us: f64,
+    /// End-to-end max.
+    pub e2e_max_us: f64,
+}
+
+impl From<&Summary> for SummaryRow {
+    fn from(s: &Summary) -> Self {
+        SummaryRow {
+            offered: s.offered,
+            completed: s.completed,
+            throughput_per_s: s.throughput_per_s,
+            service_p50_us: s.service.p50_us,
+            service_p99_us: s.service.p99_us,
+            service_max_us: s.service.max_us,
+            e2e_p50_us: s.end_to_end.p50_us,
+            e2e_p99_us: s.end_to_end.p99_us,
+            e2e_max_us: s.end_to_end.max_us,
+        }
+    }
+}
+
+/// The pool a worker builds for `kind` in an experiment of `processes` on `cpus` CPUs.
+pub fn build_pool(kind: PoolKind, cpus: usize, processes: u32) -> anyhow::Result<cotenant::Pool> {
+    let policy = match kind {
+        PoolKind::Ignorant => cotenant::Policy::fixed(cpus),
+        PoolKind::Optimal => cotenant::Policy::fixed((cpus / processes.max(1) as usize).max(1)),
+        PoolKind::Share => cotenant::Policy::share(1.0),
+        PoolKind::Adaptive => cotenant::Policy::adaptive(),
+    };
+    Ok(cotenant::Pool::builder().policy(policy).threads(cpus).queue_capacity(1 << 16).name("lab").build()?)
+}
+
+pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
+    // SAFETY: prctl with PR_SET_PDEATHSIG and a signal number has no memory effects.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } as u32 != args.parent {
+        bail!("the lab (pid {}) is gone; not starting", args.parent);
+    }
+    let cpus = cotenant::cpus::detect().context("detecting this process's CPUs")?.allowed_cpus() as usize;
+    let pool = build_pool(args.pool, cpus, args.processes)?;
+    let calibration: Calibration = workload::calibrate(Duration::from_secs_f64(args.service_ms / 1000.0));
+    // Fair share: CPUs / P per process; rate = load × that / service time.
+    let fair_cpus = cpus as f64 / f64::from(args.processes.max(1));
+    let rate = args.load * fair_cpus / (args.service_ms / 1000.0);
+    let plan = workload::schedule(
+        args.arrivals,
+        rate,
+        Duration::from_millis(args.duration_ms),
+        args.seed ^ u64::from(std::process::id()),
+    );
+    let start_at = UNIX_EPOCH + Duration::from_nanos(args.start_at_ns);
+    if let Ok(wait) = start_at.duration_since(SystemTime::now()) {
+        std::thread::sleep(wait);
+    }
+    let items = workload::run(&pool, calibration, &plan);
+    let summary = workload::summarize(&items, Duration::from_millis(args.duration_ms));
+    let metrics = pool.metrics();
+    pool.shutdown();
+    let report = WorkerReport {
+        pid: std::process::id(),
+        rate_per_s: rate,
+        threads: metrics.threads,
+        final_target: metrics.target,
+        decisions: metrics.decisions,
+        chunks: calibration.chunks,
+        chunk_ns: calibration.chunk_ns,
+        summary: SummaryRow::from(&summary),
+    };
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(ExitCode::from(crate::exit::OK))
+}

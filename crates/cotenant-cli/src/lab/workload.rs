@@ -1,0 +1,337 @@
+//! The lab's workload (issue 4, seed 000 §4): CPU-bound items of a calibrated service time,
+//! offered open-loop at a target rate, each with its intended arrival, start and end times, and
+//! the latency histograms that follow from them.
+//!
+//! Open loop without coordinated omission: item `i`'s latency is measured from its *intended*
+//! arrival time (from the schedule), not from when the generator got round to submitting it, so
+//! a stalled generator or a full queue shows up as latency instead of hiding it.
+//!
+//! Pure parts (the schedule, the repetitions of a calibrated chunk, the summary) are unit
+//! tested; the timing parts (`calibrate`, `run`) are exercised by the lab's smoke tests.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Naive Fibonacci: the seed's CPU-bound "fib" work item.
+pub fn fib(n: u32) -> u64 {
+    if n < 2 {
+        u64::from(n)
+    } else {
+        fib(n - 1) + fib(n - 2)
+    }
+}
+
+/// The fib argument of one chunk of work: a few tens of microseconds on current CPUs, short
+/// enough that an item is many chunks and its service time can be tuned finely.
+pub const CHUNK_FIB: u32 = 20;
+
+/// How many chunks of `chunk_ns` make an item of `target_ns` (at least 1).
+pub fn chunks_for(chunk_ns: f64, target_ns: f64) -> u32 {
+    if chunk_ns.is_nan() || chunk_ns <= 0.0 || !target_ns.is_finite() {
+        return 1;
+    }
+    ((target_ns / chunk_ns).round().clamp(1.0, f64::from(u32::MAX))) as u32
+}
+
+/// A calibrated item: `chunks` × fib(`CHUNK_FIB`).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Calibration {
+    /// Chunks per item.
+    pub chunks: u32,
+    /// Measured nanoseconds of one chunk (median of the calibration runs).
+    pub chunk_ns: f64,
+    /// The service time asked for.
+    pub target_ns: u64,
+}
+
+impl Calibration {
+    /// Runs one item's work.
+    pub fn work(&self) -> u64 {
+        (0..self.chunks).fold(0u64, |acc, _| acc.wrapping_add(fib(black_box(CHUNK_FIB))))
+    }
+}
+
+/// Measures one chunk (median of 31 runs, after warming up) and sizes items to `target`.
+pub fn calibrate(target: Duration) -> Calibration {
+    for _ in 0..20 {
+        black_box(fib(black_box(CHUNK_FIB)));
+    }
+    let mut times: Vec<f64> = (0..31)
+        .map(|_| {
+            let start = Instant::now();
+            black_box(fib(black_box(CHUNK_FIB)));
+            start.elapsed().as_nanos() as f64
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let chunk_ns = times[times.len() / 2].max(1.0);
+    let target_ns = target.as_nanos() as f64;
+    Calibration { chunks: chunks_for(chunk_ns, target_ns), chunk_ns, target_ns: target.as_nanos() as u64 }
+}
+
+/// How arrivals are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    /// Evenly spaced.
+    Uniform,
+    /// Exponentially distributed gaps (a Poisson process), from a seeded generator.
+    Poisson,
+}
+
+/// Intended arrival offsets from the start for `rate` items per second over `duration`.
+/// Deterministic for a given seed.
+pub fn schedule(arrivals: Arrivals, rate: f64, duration: Duration, seed: u64) -> Vec<Duration> {
+    if rate.is_nan() || rate <= 0.0 || !rate.is_finite() {
+        return Vec::new();
+    }
+    let end = duration.as_secs_f64();
+    let mut out = Vec::new();
+    let mut t = 0.0;
+    let mut rng = SplitMix64(seed);
+    loop {
+        let gap = match arrivals {
+            Arrivals::Uniform => 1.0 / rate,
+            // Inverse transform: -ln(U)/rate with U in (0, 1].
+            Arrivals::Poisson => -(1.0 - rng.next_f64()).ln() / rate,
+        };
+        if out.is_empty() && arrivals == Arrivals::Uniform {
+            // The first item arrives at 0.
+        } else {
+            t += gap;
+        }
+        if t >= end {
+            return out;
+        }
+        out.push(Duration::from_secs_f64(t));
+    }
+}
+
+/// A small, well-known PRNG (SplitMix64): the schedule needs reproducibility, not quality
+/// beyond that, and no dependency.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// One item's times, in nanoseconds from the run's start; `started == 0` means never started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ItemTimes {
+    /// When it should have arrived (from the schedule).
+    pub intended: u64,
+    /// When a worker started it.
+    pub started: u64,
+    /// When it finished.
+    pub ended: u64,
+}
+
+/// Percentiles of one latency, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Percentiles {
+    /// Median.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Maximum.
+    pub max_us: f64,
+}
+
+fn percentiles(h: &Histogram<u64>) -> Percentiles {
+    if h.is_empty() {
+        return Percentiles::default();
+    }
+    let us = |ns: u64| ns as f64 / 1000.0;
+    Percentiles {
+        p50_us: us(h.value_at_quantile(0.50)),
+        p90_us: us(h.value_at_quantile(0.90)),
+        p99_us: us(h.value_at_quantile(0.99)),
+        p999_us: us(h.value_at_quantile(0.999)),
+        max_us: us(h.max()),
+    }
+}
+
+/// What one run of the workload measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Items offered (scheduled).
+    pub offered: usize,
+    /// Items that finished.
+    pub completed: usize,
+    /// Completed items per second, over the scheduled duration or until the last item ended,
+    /// whichever is longer.
+    pub throughput_per_s: f64,
+    /// Service time: end − start (the work itself, including preemptions during it).
+    pub service: Percentiles,
+    /// Queue time: start − intended arrival.
+    pub queue: Percentiles,
+    /// End to end: end − intended arrival.
+    pub end_to_end: Percentiles,
+}
+
+/// Summarises `items` run over a schedule of length `duration`.
+pub fn summarize(items: &[ItemTimes], duration: Duration) -> Summary {
+    let new = || Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
+    let (mut service, mut queue, mut e2e) = (new(), new(), new());
+    let mut completed = 0;
+    let mut last_end = 0u64;
+    for item in items.iter().filter(|i| i.started != 0 && i.ended >= i.started) {
+        completed += 1;
+        last_end = last_end.max(item.ended);
+        // Saturate into the histogram's range rather than fail on a pathological value.
+        let record = |h: &mut Histogram<u64>, v: u64| h.saturating_record(v.max(1));
+        record(&mut service, item.ended - item.started);
+        record(&mut queue, item.started.saturating_sub(item.intended));
+        record(&mut e2e, item.ended.saturating_sub(item.intended));
+    }
+    let span = (duration.as_nanos() as u64).max(last_end).max(1) as f64 / 1e9;
+    Summary {
+        offered: items.len(),
+        completed,
+        throughput_per_s: completed as f64 / span,
+        service: percentiles(&service),
+        queue: percentiles(&queue),
+        end_to_end: percentiles(&e2e),
+    }
+}
+
+/// Runs `schedule` against `pool`: a generator (the calling thread) submits item `i` at its
+/// intended time; workers record start and end. Returns when every item has finished.
+pub fn run(pool: &cotenant::Pool, calibration: Calibration, schedule: &[Duration]) -> Vec<ItemTimes> {
+    let slots: Arc<Vec<[AtomicU64; 2]>> =
+        Arc::new((0..schedule.len()).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect());
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(schedule.len());
+    for (i, &at) in schedule.iter().enumerate() {
+        sleep_until(start + at);
+        let slots = slots.clone();
+        tasks.push(pool.spawn(move || {
+            let began = ns_since(start).max(1);
+            black_box(calibration.work());
+            slots[i][0].store(began, Ordering::Relaxed);
+            slots[i][1].store(ns_since(start).max(began), Ordering::Relaxed);
+        }));
+    }
+    for task in tasks {
+        // A panic or a rejection leaves the slot at 0: counted as not completed.
+        let _ = task.join();
+    }
+    schedule
+        .iter()
+        .enumerate()
+        .map(|(i, at)| ItemTimes {
+            intended: at.as_nanos() as u64,
+            started: slots[i][0].load(Ordering::Relaxed),
+            ended: slots[i][1].load(Ordering::Relaxed),
+        })
+        .collect()
+}
+
+fn ns_since(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Sleeps until `deadline`; the last 200 µs are spent yielding, because a sleep overshoots by
+/// tens of microseconds and the schedule's precision is the latency's floor.
+fn sleep_until(deadline: Instant) {
+    const SPIN: Duration = Duration::from_micros(200);
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        let left = deadline - now;
+        if left > SPIN {
+            std::thread::sleep(left - SPIN);
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fib_is_fib() {
+        assert_eq!((0..10).map(fib).collect::<Vec<_>>(), [0, 1, 1, 2, 3, 5, 8, 13, 21, 34]);
+    }
+
+    #[test]
+    fn items_are_sized_in_whole_chunks() {
+        assert_eq!(chunks_for(50_000.0, 5_000_000.0), 100);
+        assert_eq!(chunks_for(50_000.0, 10_000.0), 1, "at least one chunk");
+        assert_eq!(chunks_for(0.0, 5_000_000.0), 1, "a zero measurement cannot divide");
+        assert_eq!(chunks_for(f64::NAN, 5_000_000.0), 1);
+    }
+
+    #[test]
+    fn a_uniform_schedule_is_evenly_spaced_from_zero() {
+        let s = schedule(Arrivals::Uniform, 100.0, Duration::from_millis(50), 1);
+        assert_eq!(s, (0..5).map(|i| Duration::from_millis(10 * i)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_poisson_schedule_has_the_rate_and_is_reproducible() {
+        let a = schedule(Arrivals::Poisson, 1000.0, Duration::from_secs(10), 42);
+        let b = schedule(Arrivals::Poisson, 1000.0, Duration::from_secs(10), 42);
+        assert_eq!(a, b);
+        // 10 000 expected; a Poisson count has a standard deviation of 100.
+        assert!((9_500..=10_500).contains(&a.len()), "{}", a.len());
+        assert!(a.windows(2).all(|w| w[0] <= w[1]));
+        assert_ne!(a, schedule(Arrivals::Poisson, 1000.0, Duration::from_secs(10), 43));
+    }
+
+    #[test]
+    fn a_bad_rate_schedules_nothing() {
+        assert!(schedule(Arrivals::Uniform, 0.0, Duration::from_secs(1), 0).is_empty());
+        assert!(schedule(Arrivals::Poisson, f64::NAN, Duration::from_secs(1), 0).is_empty());
+    }
+
+    #[test]
+    fn the_summary_measures_from_the_intended_arrival() {
+        // Two items: the second started 3 ms late (queueing) and both took 5 ms of service.
+        let items = [
+            ItemTimes { intended: 0, started: 1_000, ended: 5_001_000 },
+            ItemTimes { intended: 10_000_000, started: 13_000_000, ended: 18_000_000 },
+            ItemTimes { intended: 20_000_000, started: 0, ended: 0 }, // never ran
+        ];
+        let s = summarize(&items, Duration::from_millis(30));
+        assert_eq!((s.offered, s.completed), (3, 2));
+        assert!((s.service.max_us - 5000.0).abs() < 10.0, "{:?}", s.service);
+        assert!((s.queue.max_us - 3000.0).abs() < 5.0, "{:?}", s.queue);
+        assert!((s.end_to_end.max_us - 8000.0).abs() < 10.0, "{:?}", s.end_to_end);
+        assert!((s.throughput_per_s - 2.0 / 0.03).abs() < 1e-6);
+    }
+
+    #[test]
+    fn every_scheduled_item_runs_and_is_timed() {
+        let pool = cotenant::Pool::builder().policy(cotenant::Policy::fixed(2)).build().unwrap();
+        let calibration = Calibration { chunks: 1, chunk_ns: 1.0, target_ns: 1 };
+        let plan = schedule(Arrivals::Uniform, 2000.0, Duration::from_millis(20), 0);
+        let items = run(&pool, calibration, &plan);
+        assert_eq!(items.len(), plan.len());
+        assert!(items.iter().all(|i| i.started >= 1 && i.ended >= i.started));
+    }
+}
