@@ -354,7 +354,8 @@ fn tick(
         use std::io::Write as _;
         let _ = writeln!(
             out,
-            "{{\"pool\": {}, \"policy\": \"{}\", \"before\": {before}, \"sample\": {}, \"target\": {}, \"reason\": \"{}\"}}",
+            "{{\"pid\": {}, \"pool\": {}, \"policy\": \"{}\", \"before\": {before}, \"sample\": {}, \"target\": {}, \"reason\": \"{}\"}}",
+            std::process::id(),
             entry.id,
             entry.policy,
             sample.to_json(),
