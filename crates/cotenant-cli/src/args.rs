@@ -103,22 +103,22 @@ pub struct LabWorkerArgs {
     pub parent: u32,
 }
 
-fn parse_load(text: &str) -> Result<f64, String> {
+/// A finite number in `(0, max]`; `what` says what it is, in the error.
+fn parse_bounded(text: &str, max: f64, what: &str) -> Result<f64, String> {
     let v: f64 = text.parse().map_err(|_| format!("{text:?} is not a number"))?;
-    if v.is_finite() && v > 0.0 && v <= 10.0 {
+    if v.is_finite() && v > 0.0 && v <= max {
         Ok(v)
     } else {
-        Err(format!("the load must be more than 0 and at most 10 (a fraction of the fair share), got {v}"))
+        Err(format!("{what} must be more than 0 and at most {max}, got {v}"))
     }
 }
 
+fn parse_load(text: &str) -> Result<f64, String> {
+    parse_bounded(text, 10.0, "the load (a fraction of the fair share)")
+}
+
 fn parse_positive(text: &str) -> Result<f64, String> {
-    let v: f64 = text.parse().map_err(|_| format!("{text:?} is not a number"))?;
-    if v.is_finite() && v > 0.0 && v <= 60_000.0 {
-        Ok(v)
-    } else {
-        Err(format!("must be more than 0 and at most 60000, got {v}"))
-    }
+    parse_bounded(text, 60_000.0, "the value")
 }
 
 #[derive(Debug, Args)]

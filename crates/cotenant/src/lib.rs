@@ -21,6 +21,7 @@
 //! | [`procfs`] | pure parsers for the `/proc` and cgroup-fs formats (no I/O) |
 
 pub mod cpus;
+mod kfile;
 pub mod metrics;
 pub mod policy;
 pub mod pool;

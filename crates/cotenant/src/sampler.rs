@@ -16,7 +16,6 @@
 
 use std::fmt;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -240,26 +239,14 @@ fn open(path: &Path) -> Result<(PathBuf, File), SampleError> {
         .map_err(|e| SampleError(format!("cannot open {}: {e}", path.display())))
 }
 
-/// Reads the whole file from offset 0 into `buf` (kernel files regenerate on each read).
+/// Reads the whole file from offset 0 into `buf` (`kfile::read_at_zero`), as text.
 pub(crate) fn read_at_zero<'a>(
     file: &File,
     path: &Path,
     buf: &'a mut Vec<u8>,
 ) -> Result<&'a str, SampleError> {
-    buf.clear();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = file
-            .read_at(&mut chunk, buf.len() as u64)
-            .map_err(|e| SampleError(format!("cannot read {}: {e}", path.display())))?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if buf.len() > 16 << 20 {
-            return Err(SampleError(format!("{}: larger than 16 MiB, not a kernel file", path.display())));
-        }
-    }
+    crate::kfile::read_at_zero(file, buf)
+        .map_err(|e| SampleError(format!("cannot read {}: {e}", path.display())))?;
     std::str::from_utf8(buf).map_err(|_| SampleError(format!("{}: not UTF-8 text", path.display())))
 }
 

@@ -25,6 +25,30 @@ pub(crate) fn wait<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexG
     condvar.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Bounded waiting with exponential back-off (seed 004: never spin without bound): checks
+/// `ready`, and between checks busy-waits `2^k` `spin_loop` hints in round `k < spin_rounds`,
+/// then yields the CPU for `yield_rounds` more rounds. Returns whether `ready` became true;
+/// the caller sleeps otherwise. Under loom it only checks once: spinning would multiply the
+/// interleavings to explore, and the protocols must be correct without it.
+pub(crate) fn spin_then_yield(spin_rounds: u32, yield_rounds: u32, mut ready: impl FnMut() -> bool) -> bool {
+    #[cfg(not(loom))]
+    for round in 0..spin_rounds + yield_rounds {
+        if ready() {
+            return true;
+        }
+        if round < spin_rounds {
+            for _ in 0..(1u32 << round) {
+                std::hint::spin_loop();
+            }
+        } else {
+            thread::yield_now();
+        }
+    }
+    #[cfg(loom)]
+    let _ = (spin_rounds, yield_rounds);
+    ready()
+}
+
 /// Threads: spawn with a name, yield.
 pub(crate) mod thread {
     #[cfg(not(loom))]

@@ -23,7 +23,6 @@ use crate::procfs::{
 use std::{
     fs::File,
     io,
-    os::unix::fs::FileExt,
     path::{Path, PathBuf},
     sync::Arc,
 };
@@ -418,31 +417,18 @@ impl Handle {
         Ok(Handle { path, file })
     }
 
-    /// The whole text, read from offset 0. Cgroup files are small: one `pread` into a 4 KiB stack
-    /// buffer suffices, and a short read means the end of the file.
+    /// The whole text, read from offset 0 (`kfile::read_at_zero`: one `pread` for a small file).
     fn read(&self) -> Result<FileText, Error> {
         let file = match &self.file {
             Ok(f) => f,
             Err(reason) => return Ok(FileText::Missing(reason.clone())),
         };
-        let mut chunk = [0u8; 4096];
         let mut bytes = Vec::new();
-        loop {
-            match file.read_at(&mut chunk, bytes.len() as u64) {
-                Ok(n) => {
-                    bytes.extend_from_slice(&chunk[..n]);
-                    if n < chunk.len() {
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    return match missing_reason(&self.path, &e) {
-                        Some(reason) => Ok(FileText::Missing(reason)),
-                        None => Err(Error::Read { path: self.path.clone(), error: e }),
-                    }
-                }
-            }
+        if let Err(e) = crate::kfile::read_at_zero(file, &mut bytes) {
+            return match missing_reason(&self.path, &e) {
+                Some(reason) => Ok(FileText::Missing(reason)),
+                None => Err(Error::Read { path: self.path.clone(), error: e }),
+            };
         }
         Ok(FileText::Text(String::from_utf8_lossy(&bytes).into_owned()))
     }

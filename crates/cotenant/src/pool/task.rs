@@ -7,7 +7,7 @@ use std::any::Any;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::sync::{lock, thread, wait, Arc, AtomicBool, Condvar, Mutex, Ordering};
+use crate::sync::{lock, spin_then_yield, wait, Arc, AtomicBool, Condvar, Mutex, Ordering};
 
 /// Why a [`Task`] has no value.
 #[non_exhaustive]
@@ -80,14 +80,8 @@ struct Slot<T> {
 /// Spin rounds `join` tries before sleeping: round `k` busy-waits `2^k` hints, then a few
 /// yields. A short task resolves within them, and sleeping on a futex and being woken costs
 /// several microseconds, more than the task itself (measured by `pool-bench roundtrip`).
-#[cfg(not(loom))]
 const JOIN_SPIN_ROUNDS: u32 = 8;
-#[cfg(not(loom))]
 const JOIN_YIELD_ROUNDS: u32 = 8;
-#[cfg(loom)]
-const JOIN_SPIN_ROUNDS: u32 = 0;
-#[cfg(loom)]
-const JOIN_YIELD_ROUNDS: u32 = 0;
 
 /// The handle to a spawned task's result.
 ///
@@ -110,18 +104,7 @@ pub struct Task<T> {
 impl<T> Task<T> {
     /// Waits for the task and returns its value, or why there is none.
     pub fn join(self) -> Result<T, JoinError> {
-        for round in 0..JOIN_SPIN_ROUNDS + JOIN_YIELD_ROUNDS {
-            if self.slot.resolved.load(Ordering::Acquire) {
-                break;
-            }
-            if round < JOIN_SPIN_ROUNDS {
-                for _ in 0..(1u32 << round) {
-                    std::hint::spin_loop();
-                }
-            } else {
-                thread::yield_now();
-            }
-        }
+        spin_then_yield(JOIN_SPIN_ROUNDS, JOIN_YIELD_ROUNDS, || self.slot.resolved.load(Ordering::Acquire));
         let mut state = lock(&self.slot.state);
         loop {
             match &mut *state {

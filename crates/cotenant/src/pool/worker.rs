@@ -13,22 +13,14 @@ use std::time::Instant;
 
 use super::task::Outcome;
 use super::Shared;
-use crate::sync::{thread, Arc, AtomicU64, Ordering};
+use crate::sync::{spin_then_yield, Arc, AtomicU64, Ordering};
 
 /// Spin rounds before sleeping: round `k < SPIN_ROUNDS` busy-waits `2^k` `spin_loop` hints
 /// (about 2^SPIN_ROUNDS hints in all, a few microseconds), then `YIELD_ROUNDS` rounds yield the
 /// CPU. Long enough to catch the next task of a steady stream, short enough that an idle worker
 /// costs nothing measurable (crossbeam's `Backoff` uses the same shape).
-#[cfg(not(loom))]
 const SPIN_ROUNDS: u32 = 7;
-#[cfg(not(loom))]
 const YIELD_ROUNDS: u32 = 6;
-// Under loom, spinning only multiplies the interleavings to explore; the protocol must be
-// correct without it.
-#[cfg(loom)]
-const SPIN_ROUNDS: u32 = 0;
-#[cfg(loom)]
-const YIELD_ROUNDS: u32 = 0;
 
 /// Counters one worker writes and the controller and `metrics()` read. Padded per worker so
 /// that counting completed tasks does not bounce a shared cache line between workers.
@@ -192,20 +184,6 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
 
 /// Step 3: bounded spinning with exponential back-off. True when work appeared for us.
 fn spin_for_work(shared: &Shared, index: usize) -> bool {
-    for round in 0..SPIN_ROUNDS + YIELD_ROUNDS {
-        if round < SPIN_ROUNDS {
-            for _ in 0..(1u32 << round) {
-                std::hint::spin_loop();
-            }
-        } else {
-            thread::yield_now();
-        }
-        if !shared.queue.is_empty() && index < shared.sleep.target() {
-            return true;
-        }
-        if shared.is_closed() {
-            return false;
-        }
-    }
-    false
+    let has_work = || !shared.queue.is_empty() && index < shared.sleep.target();
+    spin_then_yield(SPIN_ROUNDS, YIELD_ROUNDS, || has_work() || shared.is_closed()) && has_work()
 }
