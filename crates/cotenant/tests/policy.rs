@@ -78,6 +78,25 @@ fn adaptive_grows_into_idle_cpus_within_three_periods_with_queued_work() {
 }
 
 #[test]
+fn adaptive_does_not_grow_into_the_gaps_of_a_bursty_neighbour() {
+    // The lab's open-loop case (RESULTS.md): 2 CPUs, our one worker busy with work queued, a
+    // neighbour that runs a CPU in bursts and is idle in between. Growing into its gaps makes
+    // both preempt each other at its next burst, so the target stays at 1...
+    let policy = Policy::adaptive();
+    let mut state = PolicyState::new(1);
+    let burst = sample(2, 2, 1.0, 1.0, 1.0, 3);
+    let gap = sample(2, 2, 1.0, 1.0, 0.0, 3);
+    for period in 0..40 {
+        let s = if period % 3 == 0 { &burst } else { &gap };
+        let d = policy.decide(s, &mut state);
+        assert_eq!(d.target, 1, "period {period}: {d:?}");
+    }
+    // ...and a neighbour that has left is forgotten within 100 ms: the pool grows back to 2.
+    let targets = decide_n(&policy, &mut state, &gap, 10);
+    assert_eq!(targets.last().unwrap().0, 2, "{targets:?}");
+}
+
+#[test]
 fn adaptive_holds_for_one_period_after_a_change() {
     let policy = Policy::adaptive();
     let mut state = PolicyState::new(2);

@@ -8,7 +8,12 @@
 //!    (`decrease`). Multiplicative, so that a bigger pool gives back more than a smaller one:
 //!    repeated, it equalises neighbours (Chiu and Jain's AIMD argument).
 //! 4. **Idle**: CPUs idle and work queued (or every allowed worker busy): grow into them,
-//!    all of them when nobody else runs, half of them when neighbours run (they may grow too).
+//!    all of them when nobody else runs, half of them when neighbours run (they may grow too),
+//!    but never past the CPUs the neighbours leave us. "Neighbours" here is their largest use
+//!    over the last `neighbour_memory` periods, not the last period's: a neighbour with
+//!    bursty open-loop load leaves CPUs idle between its bursts, and growing into them only
+//!    makes both pools preempt each other at its next burst (the flapping the lab recorded,
+//!    `RESULTS.md`).
 //! 5. **Probe**: no idle CPU, work waiting, and the neighbours together use at least a CPU
 //!    more than we do: every `probe_wait` periods try one more worker. If our fair share is
 //!    larger, the neighbour (bigger, so waiting more) shrinks at step 3 and we keep it; if our
@@ -16,7 +21,7 @@
 //!    probe. This is what breaks the lock-in
 //!    of the share formula, where a small pool stays small because it is small.
 
-use super::{Decision, PolicyState, Reason, Sample};
+use super::{Decision, PolicyState, Reason, Sample, NEIGHBOUR_MEMORY_MAX};
 
 /// The adaptive controller's constants (defaults chosen with the simulator and measured on a
 /// real host; `docs/policy.md` has the numbers).
@@ -35,6 +40,12 @@ pub struct AdaptiveConfig {
     pub idle_cpus: f64,
     /// Neighbours using less than this many CPUs count as absent (grow into all idle CPUs).
     pub neighbour_cpus: f64,
+    /// Over how many periods the neighbours' CPU use is remembered (their largest use in that
+    /// window counts; at most `NEIGHBOUR_MEMORY_MAX`). 6 (60 ms at the default period)
+    /// forgets a neighbour that left within 60 ms and keeps one that idles between bursts
+    /// (measured in the lab: 4 still let a 70 %-loaded neighbour with 5 ms items look absent
+    /// about once a second).
+    pub neighbour_memory: u32,
     /// A busy-worker average at or above this fraction of the target counts as saturated.
     pub saturated_fraction: f64,
     /// The first wait between probes, in periods; doubles after each failed probe.
@@ -52,6 +63,7 @@ impl Default for AdaptiveConfig {
             max_decrease: 0.5,
             idle_cpus: 0.5,
             neighbour_cpus: 0.5,
+            neighbour_memory: 6,
             saturated_fraction: 0.9,
             probe_wait_min: 4,
             probe_wait_max: 300,
@@ -80,6 +92,12 @@ impl AdaptiveConfig {
                 return Err(format!("AdaptiveConfig::{name} must be finite and >= 0, got {value}"));
             }
         }
+        if self.neighbour_memory == 0 || self.neighbour_memory as usize > NEIGHBOUR_MEMORY_MAX {
+            return Err(format!(
+                "AdaptiveConfig::neighbour_memory must be in 1..={NEIGHBOUR_MEMORY_MAX}, got {}",
+                self.neighbour_memory
+            ));
+        }
         if !(self.max_decrease > 0.0 && self.max_decrease < 1.0) {
             return Err(format!("AdaptiveConfig::max_decrease must be in (0, 1), got {}", self.max_decrease));
         }
@@ -101,6 +119,7 @@ pub(super) fn decide(config: &AdaptiveConfig, sample: &Sample, state: &mut Polic
     if state.probe_wait == 0 {
         state.probe_wait = config.probe_wait_min;
     }
+    let (neighbours, neighbours_least) = remember_neighbours(config, sample, state);
     let cap = sample.cap();
     let current = state.target.clamp(1, cap);
     // 1. Quota (and a thread count or CPU set that shrank under us).
@@ -120,7 +139,6 @@ pub(super) fn decide(config: &AdaptiveConfig, sample: &Sample, state: &mut Polic
     let saturated =
         sample.queued > 0 || sample.busy_workers() >= config.saturated_fraction * f64::from(current);
     let idle = sample.idle_cpus();
-    let neighbours = sample.neighbour_cpus();
 
     // 3. Contention.
     if contended {
@@ -158,19 +176,46 @@ pub(super) fn decide(config: &AdaptiveConfig, sample: &Sample, state: &mut Polic
     }
     // 4. Idle CPUs.
     if idle >= config.idle_cpus {
-        let share = if neighbours < config.neighbour_cpus { idle } else { idle / 2.0 };
-        let grow = (share.ceil() as u32).max(1);
-        state.hold = 1;
-        return Decision { target: current.saturating_add(grow).min(cap), reason: Reason::Idle };
+        let alone = neighbours < config.neighbour_cpus;
+        // The CPUs the neighbours leave us (rounded: a neighbour using 0.7 CPU leaves 1 of 2).
+        // Halves round down: a neighbour at 0.5 CPU of 2 leaves us 1.
+        let room = if alone || sample.cpus == 0 {
+            cap
+        } else {
+            ((f64::from(sample.cpus) - neighbours - 0.5).ceil().max(1.0) as u32).min(cap)
+        };
+        if current < room {
+            let share = if alone { idle } else { idle / 2.0 };
+            let grow = (share.ceil() as u32).max(1);
+            state.hold = 1;
+            return Decision { target: current.saturating_add(grow).min(room), reason: Reason::Idle };
+        }
     }
     // 5. Fairness probe.
-    if neighbours >= sample.own_cpus() + 1.0 && state.since_change.saturating_add(1) >= state.probe_wait {
+    // Only against a lasting gap (the neighbours' *least* use over the memory) and when our
+    // workers were busy all period (not just a task queued at the instant of the sample): a
+    // bursty neighbour's burst is not the lock-in this rule breaks.
+    let gap = neighbours_least - sample.own_cpus();
+    let busy_all_period = sample.busy_workers() >= config.saturated_fraction * f64::from(current);
+    if gap >= 1.0 && busy_all_period && state.since_change.saturating_add(1) >= state.probe_wait {
         // One worker, or an eighth of the gap on big hosts so that 64 CPUs converge as fast as
         // 16 (the bigger neighbour gives back what its workers then wait).
-        let step = (((neighbours - sample.own_cpus()) / PROBE_GAP_DIVISOR).floor() as u32).max(1);
+        let step = ((gap / PROBE_GAP_DIVISOR).floor() as u32).max(1);
         state.probing = true;
         state.hold = 1;
         return Decision { target: current.saturating_add(step).min(cap), reason: Reason::Probe };
     }
     Decision { target: current, reason: Reason::Steady }
+}
+
+/// Records this period's neighbour use and returns the largest and the least of the last
+/// `neighbour_memory` periods (a sample without a finite figure counts as 0).
+fn remember_neighbours(config: &AdaptiveConfig, sample: &Sample, state: &mut PolicyState) -> (f64, f64) {
+    let now = sample.neighbour_cpus();
+    let len = NEIGHBOUR_MEMORY_MAX as u64;
+    state.recent_neighbours[(state.periods % len) as usize] = if now.is_finite() { now.max(0.0) } else { 0.0 };
+    state.periods = state.periods.wrapping_add(1);
+    let memory = u64::from(config.neighbour_memory.clamp(1, NEIGHBOUR_MEMORY_MAX as u32)).min(state.periods);
+    let recent = (1..=memory).map(|back| state.recent_neighbours[((state.periods - back) % len) as usize]);
+    recent.fold((0.0, f64::INFINITY), |(most, least), v| (f64::max(most, v), f64::min(least, v)))
 }

@@ -252,7 +252,7 @@ impl Sample {
 }
 
 /// What a policy remembers between periods.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PolicyState {
     /// The target in force during the period being decided.
     pub target: u32,
@@ -264,12 +264,28 @@ pub struct PolicyState {
     pub probe_wait: u32,
     /// Whether the last change was a probe that has not yet been confirmed.
     pub probing: bool,
+    /// The neighbours' CPU use in the last periods, newest at `(periods - 1) % len`; the
+    /// adaptive policy looks at the largest of the last `AdaptiveConfig::neighbour_memory`.
+    pub recent_neighbours: [f64; NEIGHBOUR_MEMORY_MAX],
+    /// Periods decided so far (indexes `recent_neighbours`).
+    pub periods: u64,
 }
+
+/// The most periods of neighbour use a [`PolicyState`] remembers.
+pub const NEIGHBOUR_MEMORY_MAX: usize = 16;
 
 impl PolicyState {
     /// The state of a pool that starts with `target` workers allowed.
     pub fn new(target: u32) -> Self {
-        PolicyState { target: target.max(1), hold: 0, since_change: 0, probe_wait: 0, probing: false }
+        PolicyState {
+            target: target.max(1),
+            hold: 0,
+            since_change: 0,
+            probe_wait: 0,
+            probing: false,
+            recent_neighbours: [0.0; NEIGHBOUR_MEMORY_MAX],
+            periods: 0,
+        }
     }
 
     fn record(&mut self, target: u32) {
