@@ -4,13 +4,15 @@
 CARGO ?= cargo
 RELEASE_BIN := target/release/cotenant
 
-.PHONY: test demo toolchain fmt-check clippy unit loom bench bench-pool policy-sim clean
+.PHONY: test demo toolchain fmt-check clippy unit loom bench bench-pool policy-sim lab clean
 
 test: toolchain fmt-check clippy unit loom
 
+# The headline experiment: P = 2 processes on this host, four pool kinds, a verdict (about 70 s).
 demo: toolchain
 	$(CARGO) build --release --locked -p cotenant-cli
 	$(RELEASE_BIN) cpus --explain
+	$(RELEASE_BIN) lab headline --out lab-results
 
 # Rust comes with the machine image; the components may not.
 toolchain:
@@ -47,5 +49,11 @@ bench-pool:
 policy-sim:
 	$(CARGO) run --release --locked -p cotenant --example policy_sim
 
+# Every lab experiment in full (about 40 minutes on 2 CPUs); results under lab-results/.
+lab:
+	$(CARGO) build --release --locked -p cotenant-cli
+	$(RELEASE_BIN) lab all --out lab-results
+
 clean:
+	-[ -x $(RELEASE_BIN) ] && $(RELEASE_BIN) lab clean
 	$(CARGO) clean

@@ -21,12 +21,16 @@ pub enum Command {
     Cpus(CpusArgs),
     /// Run an experiment of seed 000 on this host, side by side with the alternatives.
     ///
-    /// Today: `neighbours` (Figure 7) with every process in one cgroup. The other experiments
-    /// of issue 4 are not written yet.
+    /// Prints tables and a verdict; with --out, writes results.csv, results.json, report.md
+    /// and charts (SVG and PNG) under DIR/<experiment>/. Experiments that need real cgroups
+    /// (root) are skipped, saying why, where they cannot be created.
     Lab(LabArgs),
     /// Internal: one process of a lab experiment (started by `cotenant lab`).
     #[command(hide = true)]
     LabWorker(LabWorkerArgs),
+    /// Internal: print what Rust std, num_cpus and cotenant believe (`lab runtimes`).
+    #[command(hide = true)]
+    LabProbe,
 }
 
 #[derive(Debug, Args)]
@@ -46,9 +50,16 @@ pub struct LabArgs {
     /// Print the results as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// Offered load per process, as a fraction of its fair share of the CPUs (1.0 = exactly).
-    #[arg(long, default_value_t = 0.7, value_parser = parse_load)]
-    pub load: f64,
+    /// Offered loads per process, as fractions of its fair share of the CPUs (1.0 = exactly),
+    /// comma-separated (default: 0.7 and the 1.5 overload; --quick: 0.7).
+    #[arg(long, value_delimiter = ',', value_parser = parse_load)]
+    pub load: Vec<f64>,
+    /// Process counts for `neighbours`, comma-separated (default: 1 to 2 × CPUs).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub processes: Vec<u32>,
+    /// Where `neighbours`' processes live.
+    #[arg(long, value_enum, default_value_t = SettingArg::Both)]
+    pub setting: SettingArg,
     /// Seconds each configuration runs.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600))]
     pub seconds: Option<u64>,
@@ -59,8 +70,57 @@ pub struct LabArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Experiment {
-    /// P identical processes at once, each with its own open-loop load (seed 000 Figure 7).
+    /// One process, fixed pools of 1 to 4 × CPUs threads (seed 000 Figure 2).
+    Overcommit,
+    /// The same with a mutex around the work (Figure 3).
+    Contention,
+    /// Quotas from 0.5 CPU to the CPU count, in real cgroups; includes a Go program (Figure 5).
+    Quota,
+    /// P identical processes at once, each with its own open-loop load (Figure 7).
     Neighbours,
+    /// share's overcommit factor 0.5 to 3 next to adaptive (Figure 8).
+    Factor,
+    /// A bursty and a steady tenant: quotas against adaptive pools (seed 000 §4).
+    Burst,
+    /// A runs alone for 2 s, then B starts: CPU shares over time, Jain's index.
+    Fairness,
+    /// What Go, Java, Python, Node, C++, Rust and cotenant believe about their CPUs (Table 2).
+    Runtimes,
+    /// What `make demo` runs: a quick `neighbours` at P = 2 with a short verdict.
+    Headline,
+    /// Every experiment above, one after another.
+    All,
+    /// Remove what a crashed run left behind: `cotenant-lab-*` cgroups and lab workers.
+    Clean,
+}
+
+impl Experiment {
+    /// The name on the command line (and of the output directory).
+    pub fn name(self) -> &'static str {
+        match self {
+            Experiment::Overcommit => "overcommit",
+            Experiment::Contention => "contention",
+            Experiment::Quota => "quota",
+            Experiment::Neighbours => "neighbours",
+            Experiment::Factor => "factor",
+            Experiment::Burst => "burst",
+            Experiment::Fairness => "fairness",
+            Experiment::Runtimes => "runtimes",
+            Experiment::Headline => "headline",
+            Experiment::All => "all",
+            Experiment::Clean => "clean",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SettingArg {
+    /// All processes in one cgroup.
+    OneCgroup,
+    /// One cgroup per process, equal weights.
+    PerProcess,
+    /// Both.
+    Both,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
@@ -74,6 +134,8 @@ pub enum PoolKind {
     Share,
     /// cotenant's adaptive policy.
     Adaptive,
+    /// fixed(--fixed-threads): a pool sized by hand (the quota and overcommit experiments).
+    Fixed,
 }
 
 #[derive(Debug, Args)]
@@ -101,6 +163,30 @@ pub struct LabWorkerArgs {
     /// it then, with PR_SET_PDEATHSIG).
     #[arg(long)]
     pub parent: u32,
+    /// Workers of a `fixed` pool.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub fixed_threads: Option<u32>,
+    /// The pool's OS threads (default: the CPUs this process may use).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Option<u32>,
+    /// The overcommit factor of a `share` pool (seed 000 Figure 8).
+    #[arg(long, default_value_t = 1.0, value_parser = parse_load)]
+    pub share_factor: f64,
+    /// The CPUs the load is a fraction of (default: this process's CPUs / processes).
+    #[arg(long, value_parser = parse_positive)]
+    pub fair_cpus: Option<f64>,
+    /// Run each item's work inside one process-wide mutex (seed 000 Figure 3).
+    #[arg(long)]
+    pub mutex: bool,
+    /// Closed loop: keep the pool saturated instead of following a schedule.
+    #[arg(long)]
+    pub saturate: bool,
+    /// Record the process's CPU time and the pool's target every N ms.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub series_ms: Option<u64>,
+    /// Include every item's times in the report.
+    #[arg(long)]
+    pub items: bool,
 }
 
 /// A finite number in `(0, max]`; `what` says what it is, in the error.

@@ -44,6 +44,7 @@ fn run() -> anyhow::Result<ExitCode> {
         args::Command::Cpus(a) => cmd::cpus::run(&a),
         args::Command::Lab(a) => cmd::lab::run(&a),
         args::Command::LabWorker(a) => lab::worker::run(&a),
+        args::Command::LabProbe => lab::runtimes::probe_main(),
     }
 }
 

@@ -1,9 +1,20 @@
-//! The lab as a user runs it: a `--quick` smoke run of each experiment (only `neighbours`
-//! exists so far), and an interrupted run that must leave no worker process behind.
+//! The lab as a user runs it: a `--quick` smoke run of every experiment (structure, not
+//! timing: the numbers of a 1 s run on a shared machine assert nothing), `lab clean`, and
+//! interrupted runs that must leave no worker process and no `cotenant-lab-*` cgroup behind.
+//!
+//! The smoke runs hold one lock: run at once, they would only slow each other down.
 
-use std::path::PathBuf;
+mod support;
+
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::cgroup::{layout, skip, Layout};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn cotenant() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cotenant"))
@@ -17,34 +28,145 @@ fn workers_of(parent: u32) -> Vec<u32> {
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| {
-                    let c = String::from_utf8_lossy(&c);
-                    c.contains("lab-worker") && c.contains(&needle)
-                })
+                .map(|c| String::from_utf8_lossy(&c).contains(&needle))
                 .unwrap_or(false)
         })
         .collect()
 }
 
-#[test]
-fn neighbours_quick_runs_every_pool_kind_and_writes_its_results() {
-    let out = std::env::temp_dir().join(format!("cotenant-lab-test-{}", std::process::id()));
-    let output =
-        cotenant().args(["lab", "neighbours", "--quick", "--json", "--out"]).arg(&out).output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let results: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let aggregates = results["aggregates"].as_array().unwrap();
-    assert_eq!(aggregates.len(), 8, "P = 1, 2 times four pool kinds");
-    for a in aggregates {
-        assert_eq!(a["median"]["completed_fraction"], 1.0, "every offered item ran: {a}");
-        assert!(a["median"]["service_p99_us"].as_f64().unwrap() > 0.0);
+/// The cgroup directories (top level of each hierarchy) whose name starts with `prefix`.
+fn cgroups_named(layout: &Layout, prefix: &str) -> Vec<PathBuf> {
+    let bases: Vec<&PathBuf> = match layout {
+        Layout::V1 { cpu, cpuset } => std::iter::once(cpu).chain(cpuset).collect(),
+        Layout::V2 { root, .. } => vec![root],
+    };
+    bases
+        .into_iter()
+        .flat_map(|b| std::fs::read_dir(b).into_iter().flatten().flatten())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Runs `cotenant lab <experiment> --quick --json --out DIR` and checks what every
+/// experiment must produce; returns the parsed results.json.
+fn smoke(experiment: &str, extra: &[&str]) -> Value {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = std::env::temp_dir().join(format!("cotenant-lab-test-{}-{experiment}", std::process::id()));
+    let output = cotenant()
+        .args(["lab", experiment, "--quick", "--json", "--out"])
+        .arg(&out)
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{experiment}: {stderr}");
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let dir = out.join(experiment);
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(printed, written, "{experiment}: --json prints what results.json holds");
+    assert_eq!(written["experiment"], experiment);
+    for fact in ["cpus", "kernel", "cgroup_version", "loadavg_before"] {
+        assert!(!written["host"][fact].is_null(), "{experiment}: host fact {fact} missing");
     }
-    assert_eq!(results["verdicts"].as_array().unwrap().len(), 2);
-    let dir: PathBuf = out.join("neighbours");
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
-    assert!(report.contains("## Verdict") && report.contains("| 2 | adaptive |"), "{report}");
-    assert!(dir.join("results.json").exists());
+    assert!(report.starts_with(&format!("# lab {experiment}")) && report.contains("## Verdict"), "{report}");
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    let rows = written["rows"].as_array().unwrap();
+    assert_eq!(csv.lines().count(), rows.len() + 1, "{experiment}: one CSV line per row, plus the header");
+    // Every chart linked from the report exists as SVG and PNG.
+    for line in report.lines().filter(|l| l.starts_with("![")) {
+        let stem = line.rsplit('(').next().unwrap().trim_end_matches(')').trim_end_matches(".svg");
+        assert!(std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap().contains("<svg"));
+        assert!(std::fs::read(dir.join(format!("{stem}.png"))).unwrap().starts_with(b"\x89PNG"));
+    }
     std::fs::remove_dir_all(&out).unwrap();
+    written
+}
+
+fn cgroups_available(test: &str) -> bool {
+    match layout() {
+        Ok(_) => true,
+        Err(why) => {
+            skip(test, &why);
+            false
+        }
+    }
+}
+
+#[test]
+fn neighbours_quick_runs_every_pool_kind_in_both_settings() {
+    let results = smoke("neighbours", &[]);
+    let rows = results["rows"].as_array().unwrap();
+    let settings = if layout().is_ok() { 2 } else { 1 };
+    assert_eq!(rows.len(), settings * 2 * 4, "settings × P = 1, 2 × four pool kinds");
+    for row in rows {
+        assert_eq!(row["completed_fraction"], 1.0, "every offered item ran: {row}");
+        assert!(row["service_p99_us"].as_f64().unwrap() > 0.0);
+        assert!(row["host_busy_cpus_before"].is_number(), "the quiet check is recorded: {row}");
+    }
+    assert_eq!(results["verdicts"].as_array().unwrap().len(), settings * 2);
+}
+
+#[test]
+fn overcommit_and_contention_quick_sweep_the_thread_counts() {
+    for experiment in ["overcommit", "contention"] {
+        let results = smoke(experiment, &[]);
+        let threads: Vec<u64> =
+            results["rows"].as_array().unwrap().iter().map(|r| r["threads"].as_u64().unwrap()).collect();
+        let cpus = results["host"]["cpus"].as_u64().unwrap();
+        assert_eq!(threads, [1, cpus, 4 * cpus], "{experiment}");
+        assert_eq!(results["verdicts"].as_array().unwrap().len(), 1, "{experiment}");
+    }
+}
+
+#[test]
+fn quota_quick_runs_every_pool_in_real_cgroups() {
+    if !cgroups_available("quota_quick_runs_every_pool_in_real_cgroups") {
+        return;
+    }
+    let results = smoke("quota", &[]);
+    let pools: std::collections::BTreeSet<&str> =
+        results["rows"].as_array().unwrap().iter().map(|r| r["pool"].as_str().unwrap()).collect();
+    for pool in ["fixed(online CPUs)", "fixed(quota, rounded up)", "adaptive"] {
+        assert!(pools.contains(pool), "{pool} missing: {pools:?}");
+    }
+    assert!(!results["verdicts"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn factor_headline_and_burst_quick_produce_verdicts() {
+    for experiment in ["factor", "headline", "burst"] {
+        if experiment == "burst" && !cgroups_available("burst") {
+            continue;
+        }
+        let results = smoke(experiment, &[]);
+        assert_eq!(results["verdicts"].as_array().unwrap().len(), 1, "{experiment}: {results}");
+    }
+}
+
+#[test]
+fn fairness_quick_reports_both_policies_over_time() {
+    let results = smoke("fairness", &[]);
+    let rows = results["rows"].as_array().unwrap();
+    for pool in ["share", "adaptive"] {
+        let windows = rows.iter().filter(|r| r["pool"] == pool).count();
+        assert!(windows >= 10, "{pool}: {windows} windows of 100 ms in 2 s");
+    }
+    assert!(rows.iter().all(|r| (0.5..=1.0 + 1e-9).contains(&r["jain"].as_f64().unwrap())));
+    assert_eq!(results["verdicts"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn runtimes_reports_cotenant_and_every_runtime_it_finds() {
+    let results = smoke("runtimes", &[]);
+    let rows = results["rows"].as_array().unwrap();
+    let cotenant_rows: Vec<&Value> = rows.iter().filter(|r| r["runtime"] == "cotenant").collect();
+    assert!(!cotenant_rows.is_empty(), "{results}");
+    for row in cotenant_rows {
+        assert_eq!(row["is_correct"], true, "cotenant wrong: {row}");
+    }
 }
 
 #[test]
@@ -53,30 +175,73 @@ fn bad_lab_arguments_are_usage_errors_naming_the_argument() {
     assert_eq!(output.status.code(), Some(2));
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(err.contains("--load") && err.contains("more than 0"), "{err}");
+    let output = cotenant().args(["lab", "nonsense"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("nonsense"));
 }
 
-#[test]
-fn an_interrupted_run_leaves_no_worker_behind() {
-    let mut lab = cotenant()
-        .args(["lab", "neighbours", "--seconds", "30"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+/// Starts a long lab run, waits for its workers, sends `signal`, and checks that no worker and
+/// no cgroup of that lab remains.
+fn interrupt(signal: i32, args: &[&str]) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let mut lab =
+        cotenant().arg("lab").args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let pid = lab.id();
     let start = Instant::now();
     while workers_of(pid).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(30), "the lab never started a worker");
+        assert!(start.elapsed() < Duration::from_secs(60), "the lab never started a worker");
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: kill with a pid we own and a valid signal.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0);
     let status = lab.wait().unwrap();
     assert!(!status.success());
-    // The kernel kills the workers when the lab dies (PR_SET_PDEATHSIG); give it a moment.
+    // Workers in a cgroup are killed by the lab's signal thread; any other worker by the kernel
+    // when the lab dies (PR_SET_PDEATHSIG). Give either a moment.
     let start = Instant::now();
     while !workers_of(pid).is_empty() {
         assert!(start.elapsed() < Duration::from_secs(10), "workers left behind: {:?}", workers_of(pid));
         std::thread::sleep(Duration::from_millis(20));
     }
+    if let Ok(layout) = layout() {
+        let left = cgroups_named(&layout, &format!("cotenant-lab-{pid}-"));
+        assert!(left.is_empty(), "cgroups left behind: {left:?}");
+    }
+}
+
+#[test]
+fn sigint_in_the_middle_leaves_no_worker_and_no_cgroup() {
+    interrupt(
+        libc::SIGINT,
+        &["neighbours", "--seconds", "30", "--processes", "2", "--setting", "per-process"],
+    );
+}
+
+#[test]
+fn sigterm_in_the_middle_leaves_no_worker_and_no_cgroup() {
+    interrupt(libc::SIGTERM, &["burst", "--seconds", "30"]);
+}
+
+#[test]
+fn clean_removes_cgroups_of_a_lab_that_is_gone() {
+    let Ok(layout) = layout() else {
+        skip("clean_removes_cgroups_of_a_lab_that_is_gone", "no real cgroups");
+        return;
+    };
+    // A pid above the kernel's maximum (2^22) never exists.
+    let stale: &Path = match &layout {
+        Layout::V1 { cpu, .. } => cpu,
+        Layout::V2 { root, .. } => root,
+    };
+    let stale = stale.join("cotenant-lab-4194305-stale");
+    std::fs::create_dir(&stale).unwrap();
+    let output = cotenant().args(["lab", "clean"]).output().unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let exists = stale.exists();
+    if exists {
+        let _ = std::fs::remove_dir(&stale);
+    }
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!exists, "lab clean left {}: {printed}", stale.display());
+    assert!(printed.contains("cotenant-lab-4194305-stale"), "{printed}");
 }

@@ -10,7 +10,7 @@ mod support;
 
 use serde_json::Value;
 use std::{path::Path, sync::OnceLock};
-use support::cgroup::{layout, skip, Layout, TestCgroup};
+use support::cgroup::{layout, skip, Layout, TestCgroup, PREFIX};
 
 const PERIOD_US: u64 = 100_000;
 
@@ -30,7 +30,7 @@ fn setup() -> Result<&'static (Layout, f64), String> {
         .get_or_init(|| {
             let layout = layout()?;
             // Not being allowed to create cgroups skips the tests; any other failure is a bug.
-            let cg = match TestCgroup::create(&layout, "baseline", false, None) {
+            let cg = match TestCgroup::create(&layout, PREFIX, "baseline", false, None) {
                 Ok(cg) => cg,
                 Err(e)
                     if matches!(
@@ -119,7 +119,7 @@ fn set_quota(test: &str, layout: &Layout, dir: &Path, quota_us: Option<u64>, per
 /// One scenario: a test cgroup (optionally with an unlimited child) with a quota on the top.
 fn quota_scenario(test: &str, quota_us: u64, period_us: u64, child: bool, want_limit: f64) {
     let Some((layout, baseline)) = setup_or_skip(test) else { return };
-    let cg = TestCgroup::create(layout, test, child, None).expect("create test cgroup");
+    let cg = TestCgroup::create(layout, PREFIX, test, child, None).expect("create test cgroup");
     if !set_quota(test, layout, cg.cpu_dir(false), Some(quota_us), period_us) {
         return;
     }
@@ -148,7 +148,7 @@ fn quota_above_the_cpu_count_is_bound_by_the_cpus() {
     let test = "quota-above";
     let Some((layout, baseline)) = setup_or_skip(test) else { return };
     let over = baseline.ceil() + 1.0;
-    let cg = TestCgroup::create(layout, test, false, None).expect("create test cgroup");
+    let cg = TestCgroup::create(layout, PREFIX, test, false, None).expect("create test cgroup");
     if !set_quota(test, layout, cg.cpu_dir(false), Some((over * PERIOD_US as f64) as u64), PERIOD_US) {
         return;
     }
@@ -166,7 +166,7 @@ fn parent_quota_binds_an_unlimited_child() {
 fn child_quota_below_parent_binds() {
     let test = "child-lower";
     let Some((layout, baseline)) = setup_or_skip(test) else { return };
-    let cg = TestCgroup::create(layout, test, true, None).expect("create test cgroup");
+    let cg = TestCgroup::create(layout, PREFIX, test, true, None).expect("create test cgroup");
     if !set_quota(test, layout, cg.cpu_dir(false), Some(150_000), PERIOD_US)
         || !set_quota(test, layout, cg.cpu_dir(true), Some(50_000), PERIOD_US)
     {
@@ -189,7 +189,8 @@ fn cpuset_of_one_cpu() {
         return skip(test, "no cpuset controller available");
     }
     let cpu = first_allowed_cpu();
-    let cg = TestCgroup::create(layout, test, false, Some(&cpu.to_string())).expect("create cpuset cgroup");
+    let cg = TestCgroup::create(layout, PREFIX, test, false, Some(&cpu.to_string()))
+        .expect("create cpuset cgroup");
     let got = cpus_json(&cg, None);
     check(test, &got, Want { limit: 1.0, binding: "cpuset", binds_at_top: true }, baseline, &cg);
 }
@@ -198,7 +199,7 @@ fn cpuset_of_one_cpu() {
 fn taskset_one_cpu() {
     let test = "taskset-0";
     let Some((layout, baseline)) = setup_or_skip(test) else { return };
-    let cg = TestCgroup::create(layout, test, false, None).expect("create test cgroup");
+    let cg = TestCgroup::create(layout, PREFIX, test, false, None).expect("create test cgroup");
     let got = cpus_json(&cg, Some(first_allowed_cpu()));
     check(test, &got, Want { limit: 1.0, binding: "affinity", binds_at_top: true }, baseline, &cg);
 }
@@ -210,7 +211,7 @@ fn explain_names_the_binding_ancestor_and_its_file() {
     if baseline <= 1.0 {
         return skip(test, "the baseline is 1 CPU already: a quota of 1 would not bind");
     }
-    let cg = TestCgroup::create(layout, test, true, None).expect("create test cgroup");
+    let cg = TestCgroup::create(layout, PREFIX, test, true, None).expect("create test cgroup");
     if !set_quota(test, layout, cg.cpu_dir(false), Some(100_000), PERIOD_US) {
         return;
     }
@@ -246,7 +247,7 @@ fn refresh_sees_a_quota_change_on_the_live_cgroup_file_system() {
     if baseline <= 1.0 {
         return skip(test, "the baseline is 1 CPU already: quotas of 1 and 0.5 would not both bind");
     }
-    let cg = TestCgroup::create(layout, test, true, None).expect("create test cgroup");
+    let cg = TestCgroup::create(layout, PREFIX, test, true, None).expect("create test cgroup");
     let (top, child) = (cg.cpu_dir(false).to_owned(), cg.cpu_dir(true).to_owned());
     if !set_quota(test, layout, &top, Some(100_000), PERIOD_US) {
         return;

@@ -1,143 +1,176 @@
-//! `cotenant lab <experiment>`: runs the configurations, prints a table and a verdict, and
-//! writes `results.json` and `report.md` under `--out`.
+//! `cotenant lab <experiment>`: runs an experiment, prints its report (or JSON), and with
+//! `--out DIR` writes `DIR/<experiment>/{results.json, results.csv, report.md, charts}`.
 
 use std::fmt::Write as _;
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use serde::Serialize;
 
 use crate::args::{Experiment, LabArgs};
-use crate::lab::neighbours::{self, kind_name, Aggregate, RunConfig, RunFigures, KINDS};
+use crate::lab::{self, Lab, Outcome};
+
+/// The experiments `all` runs, in order.
+const ALL: [Experiment; 8] = [
+    Experiment::Runtimes,
+    Experiment::Overcommit,
+    Experiment::Contention,
+    Experiment::Quota,
+    Experiment::Neighbours,
+    Experiment::Factor,
+    Experiment::Burst,
+    Experiment::Fairness,
+];
 
 #[derive(Serialize)]
-struct Results {
+struct Results<'a> {
     experiment: &'static str,
-    host: Host,
-    rows: Vec<Row>,
-    aggregates: Vec<Aggregate>,
-    verdicts: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct Host {
-    cpus: u32,
-    kernel: String,
-    cgroup_version: String,
-    loadavg_before: String,
-}
-
-#[derive(Serialize)]
-struct Row {
-    config: RunConfig,
-    figures: RunFigures,
+    host: &'a lab::host::HostFacts,
+    rows: &'a [serde_json::Map<String, serde_json::Value>],
+    summary: &'a serde_json::Value,
+    verdicts: &'a [String],
 }
 
 pub fn run(args: &LabArgs) -> anyhow::Result<ExitCode> {
-    match args.experiment {
-        Experiment::Neighbours => neighbours_experiment(args),
+    if args.experiment == Experiment::Clean {
+        return clean();
     }
-}
-
-fn neighbours_experiment(args: &LabArgs) -> anyhow::Result<ExitCode> {
-    let budget = cotenant::cpus::detect().context("detecting this host's CPUs")?;
-    let cpus = budget.allowed_cpus();
-    let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_owned();
-    let load1: f64 = loadavg.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0.0);
-    if load1 > 0.5 * f64::from(cpus) {
-        eprintln!("cotenant: warning: the host is busy before the run (load average {load1}); results will be noisy");
-    }
-    let host = Host {
-        cpus,
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned(),
-        cgroup_version: budget.cgroup_version().to_owned(),
-        loadavg_before: loadavg,
-    };
-    let processes: Vec<u32> = if args.quick { vec![1, 2] } else { (1..=2 * cpus).collect() };
-    let repeats = args.repeats.unwrap_or(if args.quick { 1 } else { 3 });
-    let seconds = args.seconds.unwrap_or(if args.quick { 1 } else { 5 });
-    let mut rows = Vec::new();
-    let mut aggregates = Vec::new();
-    for &p in &processes {
-        for kind in KINDS {
-            let mut runs = Vec::new();
-            for repeat in 0..repeats {
-                let config = RunConfig {
-                    processes: p,
-                    kind,
-                    load: args.load,
-                    service_ms: args.service_ms,
-                    duration_ms: seconds * 1000,
-                    repeat,
-                };
-                eprintln!("lab neighbours: P={p} {} repeat {}/{repeats}", kind_name(kind), repeat + 1);
-                let reports = neighbours::run_once(&config)?;
-                let figures = neighbours::figures(&reports);
-                runs.push(figures);
-                rows.push(Row { config, figures });
-            }
-            aggregates.push(neighbours::aggregate(p, kind, &runs));
-        }
-    }
-    let verdicts: Vec<String> =
-        processes.iter().filter_map(|&p| neighbours::verdict(&aggregates, p)).collect();
-    let results = Results { experiment: "neighbours", host, rows, aggregates, verdicts };
-    let report = report(&results, args);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&results)?);
-    } else {
-        print!("{report}");
-    }
-    if let Some(dir) = &args.out {
-        let dir = dir.join("neighbours");
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let json = dir.join("results.json");
-        std::fs::write(&json, serde_json::to_string_pretty(&results)?)
-            .with_context(|| format!("writing {}", json.display()))?;
-        let md = dir.join("report.md");
-        std::fs::write(&md, &report).with_context(|| format!("writing {}", md.display()))?;
+    let lab = Lab::new()?;
+    let experiments: Vec<Experiment> =
+        if args.experiment == Experiment::All { ALL.to_vec() } else { vec![args.experiment] };
+    for experiment in experiments {
+        let outcome = run_one(experiment, &lab, args)?;
+        emit(experiment, &lab, args, &outcome)?;
     }
     Ok(ExitCode::from(crate::exit::OK))
 }
 
-fn report(results: &Results, args: &LabArgs) -> String {
-    let mut out = String::new();
-    let h = &results.host;
-    let _ = writeln!(
-        out,
-        "# lab neighbours\n\nhost: {} CPUs, Linux {}, cgroup {}; load average before: {}\n\
-         all processes in one cgroup; each offered {:.0}% of its fair share (CPUs / P) of {} ms items, Poisson arrivals\n",
+fn run_one(experiment: Experiment, lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
+    use lab::neighbours;
+    match experiment {
+        Experiment::Overcommit => lab::overcommit::run(lab, args, false),
+        Experiment::Contention => lab::overcommit::run(lab, args, true),
+        Experiment::Quota => lab::quota::run(lab, args),
+        Experiment::Neighbours => {
+            neighbours::run_plan(lab, args, &neighbours::Plan::neighbours(lab, args), "neighbours")
+        }
+        Experiment::Factor => neighbours::run_plan(lab, args, &neighbours::Plan::factor(lab, args), "factor"),
+        Experiment::Headline => {
+            neighbours::run_plan(lab, args, &neighbours::Plan::headline(lab, args), "headline")
+        }
+        Experiment::Burst => lab::burst::run(lab, args),
+        Experiment::Fairness => lab::fairness::run(lab, args),
+        Experiment::Runtimes => lab::runtimes::run(args),
+        Experiment::All | Experiment::Clean => unreachable!("handled by the caller"),
+    }
+}
+
+/// The full Markdown report: title, host, the experiment's tables, charts and verdicts.
+fn report(experiment: Experiment, lab: &Lab, outcome: &Outcome, with_charts: bool) -> String {
+    let h = &lab.host;
+    let mut out = format!(
+        "# lab {}\n\nhost: {} CPUs, Linux {}, cgroup {}; load average before: {}; real cgroups {}\n\n",
+        experiment.name(),
         h.cpus,
         h.kernel,
         h.cgroup_version,
         h.loadavg_before,
-        args.load * 100.0,
-        args.service_ms
+        h.cgroups
     );
-    let _ = writeln!(
-        out,
-        "| P | pool | service p99 ms | service max ms | end-to-end p99 ms | throughput /s | completed | repeats |\n\
-         |---:|---|---:|---:|---:|---:|---:|---:|"
-    );
-    for a in &results.aggregates {
-        let spread =
-            |m: f64, lo: f64, hi: f64| format!("{:.1} ({:.1}–{:.1})", m / 1000.0, lo / 1000.0, hi / 1000.0);
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {:.1} | {:.0}% | {} |",
-            a.processes,
-            kind_name(a.kind),
-            spread(a.median.service_p99_us, a.min.service_p99_us, a.max.service_p99_us),
-            spread(a.median.service_max_us, a.min.service_max_us, a.max.service_max_us),
-            spread(a.median.e2e_p99_us, a.min.e2e_p99_us, a.max.e2e_p99_us),
-            a.median.throughput_per_s,
-            a.median.completed_fraction * 100.0,
-            a.repeats
-        );
+    out.push_str(&outcome.report);
+    if with_charts && !outcome.charts.is_empty() {
+        out.push_str("\n## Charts\n\n");
+        for chart in &outcome.charts {
+            let _ = writeln!(out, "![{}]({}.svg)\n", chart.title, chart.file_stem);
+        }
     }
-    let _ = writeln!(out, "\nMedians over repeats, (min–max) in brackets.\n\n## Verdict\n");
-    for v in &results.verdicts {
+    out.push_str("\n## Verdict\n\n");
+    if outcome.verdicts.is_empty() {
+        out.push_str("- (no verdict: not enough configurations in this run)\n");
+    }
+    for v in &outcome.verdicts {
         let _ = writeln!(out, "- {v}");
     }
     out
+}
+
+fn emit(experiment: Experiment, lab: &Lab, args: &LabArgs, outcome: &Outcome) -> anyhow::Result<()> {
+    let results = Results {
+        experiment: experiment.name(),
+        host: &lab.host,
+        rows: &outcome.rows,
+        summary: &outcome.summary,
+        verdicts: &outcome.verdicts,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    } else {
+        print!("{}", report(experiment, lab, outcome, false));
+    }
+    let Some(out) = &args.out else { return Ok(()) };
+    let dir = out.join(experiment.name());
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let write = |name: &str, text: &str| -> anyhow::Result<()> {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    };
+    // Data first: a chart that fails to render must not lose the measurements.
+    write("results.json", &serde_json::to_string_pretty(&results)?)?;
+    write_csv(&dir.join("results.csv"), &outcome.rows)?;
+    write("report.md", &report(experiment, lab, outcome, true))?;
+    for chart in &outcome.charts {
+        lab::plot::render(chart, &dir)?;
+    }
+    eprintln!("lab {}: wrote {}", experiment.name(), dir.display());
+    Ok(())
+}
+
+/// `rows` as CSV: the columns are every key, in the order first seen.
+fn write_csv(path: &Path, rows: &[serde_json::Map<String, serde_json::Value>]) -> anyhow::Result<()> {
+    let mut columns: Vec<&String> = Vec::new();
+    for row in rows {
+        for key in row.keys() {
+            if !columns.contains(&key) {
+                columns.push(key);
+            }
+        }
+    }
+    let mut writer = csv::Writer::from_path(path).with_context(|| format!("writing {}", path.display()))?;
+    writer.write_record(&columns)?;
+    for row in rows {
+        writer.write_record(columns.iter().map(|c| match row.get(*c) {
+            None | Some(serde_json::Value::Null) => String::new(),
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+        }))?;
+    }
+    writer.flush().with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// `lab clean`: removes `cotenant-lab-*` cgroups whose lab is gone, and kills lab workers
+/// whose lab is gone.
+fn clean() -> anyhow::Result<ExitCode> {
+    let mut removed = 0;
+    match lab::cgroup::layout() {
+        Ok(layout) => {
+            for dir in lab::cgroup::sweep(&layout, lab::cgroup::LAB_PREFIX, false) {
+                println!("removed cgroup {}", dir.display());
+                removed += 1;
+            }
+        }
+        Err(why) => println!("cgroups not checked: {why}"),
+    }
+    for (pid, what) in lab::runner::orphan_workers() {
+        // SAFETY: kill has no memory effects; the pid was just read from /proc.
+        if unsafe { libc::kill(pid as i32, libc::SIGKILL) } == 0 {
+            println!("killed {what} (pid {pid})");
+            removed += 1;
+        }
+    }
+    if removed == 0 {
+        println!("nothing to clean");
+    }
+    Ok(ExitCode::from(crate::exit::OK))
 }

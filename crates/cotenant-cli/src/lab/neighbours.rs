@@ -1,28 +1,46 @@
 //! Seed 000 Figure 7: P identical processes at once, each serving its own open-loop load, for
-//! each pool kind (`ignorant`, `optimal`, `share`, `adaptive`); all processes in the lab's
-//! cgroup, so their threads compete one by one. (The one-cgroup-per-process setting of issue 4
-//! is not written yet.)
+//! each pool kind (`ignorant`, `optimal`, `share`, `adaptive`), in two settings: all processes
+//! in one cgroup (their threads compete one by one) and one cgroup per process with equal
+//! weights (tenants compete, as containers do).
 //!
 //! The children are real processes (`cotenant lab-worker`) that start their schedules at one
 //! common instant. Each run's rows are aggregated by the pure functions at the bottom, which
-//! are unit-tested on recorded rows.
+//! are unit-tested on recorded rows. `headline` (what `make demo` runs) and `factor` (Figure 8)
+//! are configurations of this experiment.
 
-use std::io::Read;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::fmt::Write as _;
 
-use anyhow::{bail, Context};
+use anyhow::Context as _;
 use serde::Serialize;
 
+use super::cgroup::{Cgroup, Layout};
+use super::runner::{run_workers, WorkerSpec};
 use super::worker::WorkerReport;
-use crate::args::PoolKind;
+use super::{Chart, Lab, Outcome, Series};
+use crate::args::{LabArgs, PoolKind};
 
 /// Every pool kind, in table order.
 pub const KINDS: [PoolKind; 4] = [PoolKind::Ignorant, PoolKind::Optimal, PoolKind::Share, PoolKind::Adaptive];
 
-/// How far in the future the common start is: time for every child to start, calibrate and
-/// build its pool.
-const START_DELAY: Duration = Duration::from_millis(700);
+/// Where the processes of a run live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Setting {
+    /// All in one cgroup: every thread competes with every other.
+    OneCgroup,
+    /// One cgroup per process, equal weights: the kernel shares CPUs between processes first.
+    PerProcess,
+}
+
+impl Setting {
+    /// The name used in tables and files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Setting::OneCgroup => "one cgroup",
+            Setting::PerProcess => "cgroup per process",
+        }
+    }
+}
 
 /// One run's parameters.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -31,6 +49,10 @@ pub struct RunConfig {
     pub processes: u32,
     /// Pool kind of every process.
     pub kind: PoolKind,
+    /// The share factor when `kind` is `share`.
+    pub share_factor: f64,
+    /// Where the processes live.
+    pub setting: Setting,
     /// Offered load per process (fraction of its fair share).
     pub load: f64,
     /// Service time per item (ms).
@@ -41,57 +63,45 @@ pub struct RunConfig {
     pub repeat: u32,
 }
 
-/// Children killed and reaped however the run ends (error, panic); SIGINT and SIGTERM kill the
-/// lab, and then the kernel kills the children (`PR_SET_PDEATHSIG` in the worker).
-struct Children(Vec<Child>);
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 /// Runs `config.processes` workers at once and returns their reports.
-pub fn run_once(config: &RunConfig) -> anyhow::Result<Vec<WorkerReport>> {
-    let exe = std::env::current_exe().context("locating the cotenant binary")?;
-    let start_at = SystemTime::now() + START_DELAY;
-    let start_at_ns = start_at.duration_since(UNIX_EPOCH).context("clock before 1970")?.as_nanos() as u64;
-    let mut children = Children(Vec::new());
-    for _ in 0..config.processes {
-        let child = Command::new(&exe)
-            .arg("lab-worker")
-            .args(["--pool", kind_name(config.kind)])
-            .args(["--processes", &config.processes.to_string()])
-            .args(["--load", &config.load.to_string()])
-            .args(["--service-ms", &config.service_ms.to_string()])
-            .args(["--duration-ms", &config.duration_ms.to_string()])
-            .args(["--seed", &config.repeat.to_string()])
-            .args(["--start-at-ns", &start_at_ns.to_string()])
-            .args(["--parent", &std::process::id().to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("starting {}", exe.display()))?;
-        children.0.push(child);
-    }
-    let mut reports = Vec::new();
-    for child in &mut children.0 {
-        let mut out = String::new();
-        child.stdout.take().expect("piped").read_to_string(&mut out)?;
-        let mut err = String::new();
-        child.stderr.take().expect("piped").read_to_string(&mut err)?;
-        let status = child.wait()?;
-        if !status.success() {
-            bail!("a lab worker failed ({status}): {}", err.trim());
+pub fn run_once(config: &RunConfig, layout: Option<&Layout>) -> anyhow::Result<Vec<WorkerReport>> {
+    let args = vec![
+        "--pool".to_owned(),
+        kind_name(config.kind).to_owned(),
+        "--share-factor".to_owned(),
+        config.share_factor.to_string(),
+        "--processes".to_owned(),
+        config.processes.to_string(),
+        "--load".to_owned(),
+        config.load.to_string(),
+        "--service-ms".to_owned(),
+        config.service_ms.to_string(),
+        "--duration-ms".to_owned(),
+        config.duration_ms.to_string(),
+        "--seed".to_owned(),
+        config.repeat.to_string(),
+    ];
+    // The cgroups live until the run ends (dropped after the workers are reaped).
+    let mut cgroups = Vec::new();
+    if let Some(layout) = layout {
+        let count = match config.setting {
+            Setting::OneCgroup => 1,
+            Setting::PerProcess => config.processes,
+        };
+        for i in 0..count {
+            let cg =
+                Cgroup::create(layout, super::cgroup::LAB_PREFIX, &format!("neighbours-{i}"), false, None)
+                    .context("creating a lab cgroup")?;
+            Cgroup::set_weight(layout, cg.cpu_dir(false), 100).context("setting a lab cgroup's weight")?;
+            cgroups.push(cg);
         }
-        let line = out.lines().last().unwrap_or("");
-        reports.push(serde_json::from_str(line).with_context(|| format!("a lab worker printed {line:?}"))?);
+    } else if config.setting == Setting::PerProcess {
+        anyhow::bail!("one cgroup per process needs real cgroups");
     }
-    Ok(reports)
+    let specs = (0..config.processes as usize)
+        .map(|i| WorkerSpec::lab_worker(args.clone(), cgroups.get(i).or(cgroups.first())))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    run_workers(&specs)
 }
 
 pub fn kind_name(kind: PoolKind) -> &'static str {
@@ -100,6 +110,7 @@ pub fn kind_name(kind: PoolKind) -> &'static str {
         PoolKind::Optimal => "optimal",
         PoolKind::Share => "share",
         PoolKind::Adaptive => "adaptive",
+        PoolKind::Fixed => "fixed",
     }
 }
 
@@ -118,7 +129,7 @@ pub struct RunFigures {
     pub completed_fraction: f64,
 }
 
-fn median(values: &mut [f64]) -> f64 {
+pub fn median(values: &mut [f64]) -> f64 {
     if values.is_empty() {
         return f64::NAN;
     }
@@ -146,13 +157,37 @@ pub fn figures(reports: &[WorkerReport]) -> RunFigures {
     }
 }
 
-/// A configuration's figures over its repeats: median, min and max of each.
+/// What identifies a configuration in the tables.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Aggregate {
+pub struct Key {
+    /// Where the processes live.
+    pub setting: Setting,
+    /// Offered load per process.
+    pub load: f64,
     /// Processes.
     pub processes: u32,
     /// Pool kind.
     pub kind: PoolKind,
+    /// Share factor (meaningful for `share`).
+    pub share_factor: f64,
+}
+
+impl Key {
+    /// The pool's name in tables: `share` carries its factor when it is not 1.
+    pub fn pool_name(&self) -> String {
+        if self.kind == PoolKind::Share && self.share_factor != 1.0 {
+            format!("share({})", self.share_factor)
+        } else {
+            kind_name(self.kind).to_owned()
+        }
+    }
+}
+
+/// A configuration's figures over its repeats: median, min and max of each.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Aggregate {
+    /// The configuration.
+    pub key: Key,
     /// Repeats aggregated.
     pub repeats: usize,
     /// Medians over repeats.
@@ -164,7 +199,7 @@ pub struct Aggregate {
 }
 
 /// Aggregates the runs of one configuration (at least one).
-pub fn aggregate(processes: u32, kind: PoolKind, runs: &[RunFigures]) -> Aggregate {
+pub fn aggregate(key: Key, runs: &[RunFigures]) -> Aggregate {
     let pick = |f: fn(&RunFigures) -> f64| -> (f64, f64, f64) {
         let mut v: Vec<f64> = runs.iter().map(f).collect();
         let m = median(&mut v);
@@ -178,37 +213,308 @@ pub fn aggregate(processes: u32, kind: PoolKind, runs: &[RunFigures]) -> Aggrega
         |r| r.completed_fraction,
     ];
     let picked: Vec<(f64, f64, f64)> = fields.iter().map(|f| pick(*f)).collect();
-    let build = |i: usize| RunFigures {
-        service_p99_us: [picked[0].0, picked[0].1, picked[0].2][i],
-        service_max_us: [picked[1].0, picked[1].1, picked[1].2][i],
-        e2e_p99_us: [picked[2].0, picked[2].1, picked[2].2][i],
-        throughput_per_s: [picked[3].0, picked[3].1, picked[3].2][i],
-        completed_fraction: [picked[4].0, picked[4].1, picked[4].2][i],
+    let build = |i: usize| {
+        let at = |j: usize| [picked[j].0, picked[j].1, picked[j].2][i];
+        RunFigures {
+            service_p99_us: at(0),
+            service_max_us: at(1),
+            e2e_p99_us: at(2),
+            throughput_per_s: at(3),
+            completed_fraction: at(4),
+        }
     };
-    Aggregate { processes, kind, repeats: runs.len(), median: build(0), min: build(1), max: build(2) }
+    Aggregate { key, repeats: runs.len(), median: build(0), min: build(1), max: build(2) }
 }
 
-/// The verdict line for `processes`: adaptive against ignorant and optimal, from the medians.
-pub fn verdict(aggregates: &[Aggregate], processes: u32) -> Option<String> {
-    let find = |kind| aggregates.iter().find(|a| a.processes == processes && a.kind == kind);
-    let (adaptive, ignorant, optimal) =
-        (find(PoolKind::Adaptive)?, find(PoolKind::Ignorant)?, find(PoolKind::Optimal)?);
-    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
-    Some(format!(
-        "P={processes}: adaptive service p99 {:.2}x ignorant's and {:.2}x optimal's; max {:.2}x ignorant's and \
-         {:.2}x optimal's; throughput {:.2}x ignorant's",
-        ratio(adaptive.median.service_p99_us, ignorant.median.service_p99_us),
-        ratio(adaptive.median.service_p99_us, optimal.median.service_p99_us),
-        ratio(adaptive.median.service_max_us, ignorant.median.service_max_us),
-        ratio(adaptive.median.service_max_us, optimal.median.service_max_us),
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        f64::NAN
+    }
+}
+
+/// The verdict line for one setting, load and P: adaptive against ignorant and optimal (and
+/// share's throughput under overload), from the medians.
+pub fn verdict(aggregates: &[Aggregate], setting: Setting, load: f64, processes: u32) -> Option<String> {
+    let find = |kind| {
+        aggregates.iter().find(|a| {
+            a.key.setting == setting
+                && a.key.load == load
+                && a.key.processes == processes
+                && a.key.kind == kind
+                && (kind != PoolKind::Share || a.key.share_factor == 1.0)
+        })
+    };
+    let (adaptive, ignorant) = (find(PoolKind::Adaptive)?, find(PoolKind::Ignorant)?);
+    let mut line = format!(
+        "{}, load {:.0}%, P={processes}: adaptive service p99 {:.2}x ignorant's",
+        setting.name(),
+        load * 100.0,
+        ratio(adaptive.median.service_p99_us, ignorant.median.service_p99_us)
+    );
+    if let Some(optimal) = find(PoolKind::Optimal) {
+        let _ = write!(
+            line,
+            " and {:.2}x optimal's; max {:.2}x ignorant's and {:.2}x optimal's",
+            ratio(adaptive.median.service_p99_us, optimal.median.service_p99_us),
+            ratio(adaptive.median.service_max_us, ignorant.median.service_max_us),
+            ratio(adaptive.median.service_max_us, optimal.median.service_max_us),
+        );
+    }
+    let _ = write!(
+        line,
+        "; end-to-end p99 {:.2}x ignorant's; throughput {:.2}x ignorant's",
+        ratio(adaptive.median.e2e_p99_us, ignorant.median.e2e_p99_us),
         ratio(adaptive.median.throughput_per_s, ignorant.median.throughput_per_s),
-    ))
+    );
+    if let Some(share) = find(PoolKind::Share) {
+        let _ = write!(
+            line,
+            " (share: {:.2}x)",
+            ratio(share.median.throughput_per_s, ignorant.median.throughput_per_s)
+        );
+    }
+    Some(line)
+}
+
+/// What to run: the cross product of these.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Settings.
+    pub settings: Vec<Setting>,
+    /// Loads.
+    pub loads: Vec<f64>,
+    /// Process counts.
+    pub processes: Vec<u32>,
+    /// Pool kinds with their share factor.
+    pub pools: Vec<(PoolKind, f64)>,
+    /// Repeats per configuration.
+    pub repeats: u32,
+    /// Seconds per run.
+    pub seconds: u64,
+}
+
+impl Plan {
+    /// The `neighbours` plan for `args` on `lab`'s host: P = 1..2×CPUs (quick: 1, 2), loads
+    /// from `--load` (default 70 % and the 150 % overload), both settings when real cgroups
+    /// exist.
+    pub fn neighbours(lab: &Lab, args: &LabArgs) -> Plan {
+        let processes = if !args.processes.is_empty() {
+            args.processes.clone()
+        } else if args.quick {
+            vec![1, 2]
+        } else {
+            (1..=2 * lab.host.cpus).collect()
+        };
+        let loads = if !args.load.is_empty() {
+            args.load.clone()
+        } else if args.quick {
+            vec![0.7]
+        } else {
+            vec![0.7, 1.5]
+        };
+        Plan {
+            settings: lab.settings(args),
+            loads,
+            processes,
+            pools: KINDS.iter().map(|&k| (k, 1.0)).collect(),
+            repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
+            seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 5 }),
+        }
+    }
+}
+
+impl Plan {
+    /// `factor` (seed 000 Figure 8): share's overcommit factor 0.5, 1, 1.5, 2, 3 at P = 2,
+    /// each process offered its whole fair share, one cgroup; `adaptive` has no such factor
+    /// and is the reference line. `ignorant` and `optimal` frame the range.
+    pub fn factor(lab: &Lab, args: &LabArgs) -> Plan {
+        let factors: &[f64] = if args.quick { &[0.5, 3.0] } else { &[0.5, 1.0, 1.5, 2.0, 3.0] };
+        let mut pools: Vec<(PoolKind, f64)> = factors.iter().map(|&f| (PoolKind::Share, f)).collect();
+        pools.extend([(PoolKind::Adaptive, 1.0), (PoolKind::Ignorant, 1.0), (PoolKind::Optimal, 1.0)]);
+        Plan {
+            settings: vec![Setting::OneCgroup],
+            loads: if args.load.is_empty() { vec![1.0] } else { args.load.clone() },
+            processes: if args.processes.is_empty() {
+                vec![2.max(lab.host.cpus)]
+            } else {
+                args.processes.clone()
+            },
+            pools,
+            repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
+            seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 5 }),
+        }
+    }
+
+    /// `headline` (what `make demo` runs): P = 2, every process offered its whole fair share,
+    /// one cgroup, the four pool kinds, 3 repeats of 4 s: about 70 s.
+    pub fn headline(_lab: &Lab, args: &LabArgs) -> Plan {
+        Plan {
+            settings: vec![Setting::OneCgroup],
+            loads: if args.load.is_empty() { vec![1.0] } else { args.load.clone() },
+            processes: if args.processes.is_empty() { vec![2] } else { args.processes.clone() },
+            pools: KINDS.iter().map(|&k| (k, 1.0)).collect(),
+            repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
+            seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 4 }),
+        }
+    }
+}
+
+/// Runs `plan` and reduces it to an [`Outcome`] with tables, charts and verdicts.
+pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::Result<Outcome> {
+    let mut outcome = Outcome::default();
+    let mut aggregates = Vec::new();
+    for &setting in &plan.settings {
+        for &load in &plan.loads {
+            for &processes in &plan.processes {
+                for &(kind, share_factor) in &plan.pools {
+                    let key = Key { setting, load, processes, kind, share_factor };
+                    let mut runs = Vec::new();
+                    for repeat in 0..plan.repeats {
+                        let config = RunConfig {
+                            processes,
+                            kind,
+                            share_factor,
+                            setting,
+                            load,
+                            service_ms: args.service_ms,
+                            duration_ms: plan.seconds * 1000,
+                            repeat,
+                        };
+                        let busy_before = lab.quiet_check();
+                        eprintln!(
+                            "lab {title}: {}, load {:.0}%, P={processes}, {}, repeat {}/{}",
+                            setting.name(),
+                            load * 100.0,
+                            key.pool_name(),
+                            repeat + 1,
+                            plan.repeats
+                        );
+                        let reports = run_once(&config, lab.layout.as_ref().ok())?;
+                        let figures = figures(&reports);
+                        runs.push(figures);
+                        let mut row = serde_json::Map::new();
+                        row.insert("setting".into(), setting.name().into());
+                        row.insert("load".into(), load.into());
+                        row.insert("processes".into(), processes.into());
+                        row.insert("pool".into(), key.pool_name().into());
+                        row.insert("repeat".into(), repeat.into());
+                        row.insert("seconds".into(), plan.seconds.into());
+                        row.insert("service_ms".into(), args.service_ms.into());
+                        row.insert("host_busy_cpus_before".into(), busy_before.into());
+                        row.insert("service_p99_us".into(), figures.service_p99_us.into());
+                        row.insert("service_max_us".into(), figures.service_max_us.into());
+                        row.insert("e2e_p99_us".into(), figures.e2e_p99_us.into());
+                        row.insert("throughput_per_s".into(), figures.throughput_per_s.into());
+                        row.insert("completed_fraction".into(), figures.completed_fraction.into());
+                        let targets: Vec<String> =
+                            reports.iter().map(|r| r.final_target.to_string()).collect();
+                        row.insert("final_targets".into(), targets.join(" ").into());
+                        outcome.rows.push(row);
+                    }
+                    aggregates.push(aggregate(key, &runs));
+                }
+                if let Some(v) = verdict(&aggregates, setting, load, processes) {
+                    outcome.verdicts.push(v);
+                }
+            }
+        }
+    }
+    outcome.report = table(&aggregates);
+    outcome.charts = charts(&aggregates, plan);
+    outcome.summary = serde_json::to_value(&aggregates)?;
+    Ok(outcome)
+}
+
+/// The Markdown table of `aggregates`.
+pub fn table(aggregates: &[Aggregate]) -> String {
+    let mut out = String::from(
+        "| setting | load | P | pool | service p99 ms | service max ms | end-to-end p99 ms | throughput /s | completed | repeats |\n\
+         |---|---:|---:|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for a in aggregates {
+        let spread =
+            |m: f64, lo: f64, hi: f64| format!("{:.1} ({:.1}–{:.1})", m / 1000.0, lo / 1000.0, hi / 1000.0);
+        let _ = writeln!(
+            out,
+            "| {} | {:.0}% | {} | {} | {} | {} | {} | {:.1} | {:.0}% | {} |",
+            a.key.setting.name(),
+            a.key.load * 100.0,
+            a.key.processes,
+            a.key.pool_name(),
+            spread(a.median.service_p99_us, a.min.service_p99_us, a.max.service_p99_us),
+            spread(a.median.service_max_us, a.min.service_max_us, a.max.service_max_us),
+            spread(a.median.e2e_p99_us, a.min.e2e_p99_us, a.max.e2e_p99_us),
+            a.median.throughput_per_s,
+            a.median.completed_fraction * 100.0,
+            a.repeats
+        );
+    }
+    out.push_str("\nMedians over repeats, (min–max) in brackets.\n");
+    out
+}
+
+/// Per setting and load: service p99 (log) and throughput against P, one line per pool.
+fn charts(aggregates: &[Aggregate], plan: &Plan) -> Vec<Chart> {
+    let mut charts = Vec::new();
+    if plan.processes.len() < 2 {
+        return charts;
+    }
+    for &setting in &plan.settings {
+        for &load in &plan.loads {
+            let slug = format!(
+                "{}-load{:.0}",
+                if setting == Setting::OneCgroup { "one-cgroup" } else { "per-process" },
+                load * 100.0
+            );
+            let series = |f: fn(&RunFigures) -> f64| -> Vec<Series> {
+                plan.pools
+                    .iter()
+                    .map(|&(kind, factor)| {
+                        let mine = aggregates.iter().filter(|a| {
+                            a.key.setting == setting
+                                && a.key.load == load
+                                && a.key.kind == kind
+                                && a.key.share_factor == factor
+                        });
+                        let name = mine.clone().next().map(|a| a.key.pool_name()).unwrap_or_default();
+                        Series {
+                            name,
+                            points: mine.map(|a| (f64::from(a.key.processes), f(&a.median))).collect(),
+                        }
+                    })
+                    .collect()
+            };
+            charts.push(Chart {
+                file_stem: format!("service-p99-{slug}"),
+                title: format!("service p99, {}, load {:.0}%", setting.name(), load * 100.0),
+                x_label: "processes (P)".into(),
+                y_label: "service p99 (ms)".into(),
+                log_y: true,
+                series: series(|r| r.service_p99_us / 1000.0),
+            });
+            charts.push(Chart {
+                file_stem: format!("throughput-{slug}"),
+                title: format!("throughput, {}, load {:.0}%", setting.name(), load * 100.0),
+                x_label: "processes (P)".into(),
+                y_label: "items per second, all processes".into(),
+                log_y: false,
+                series: series(|r| r.throughput_per_s),
+            });
+        }
+    }
+    charts
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::lab::worker::SummaryRow;
+
+    fn key(processes: u32, kind: PoolKind) -> Key {
+        Key { setting: Setting::OneCgroup, load: 0.7, processes, kind, share_factor: 1.0 }
+    }
 
     fn report(p99: f64, max: f64, tput: f64) -> WorkerReport {
         WorkerReport {
@@ -229,7 +535,10 @@ mod tests {
                 e2e_p50_us: 5000.0,
                 e2e_p99_us: p99 * 2.0,
                 e2e_max_us: max * 2.0,
+                queue_p99_us: 0.0,
             },
+            series: vec![],
+            items: vec![],
         }
     }
 
@@ -248,22 +557,34 @@ mod tests {
     #[test]
     fn repeats_aggregate_to_median_and_spread() {
         let runs: Vec<RunFigures> = [10.0, 30.0, 20.0].iter().map(|&p| figures(&[report(p, p, p)])).collect();
-        let a = aggregate(2, PoolKind::Adaptive, &runs);
+        let a = aggregate(key(2, PoolKind::Adaptive), &runs);
         assert_eq!((a.median.service_p99_us, a.min.service_p99_us, a.max.service_p99_us), (20.0, 10.0, 30.0));
         assert_eq!(a.repeats, 3);
     }
 
     #[test]
     fn the_verdict_is_computed_from_the_medians() {
-        let one = |kind, p99, max, tput| aggregate(2, kind, &[figures(&[report(p99, max, tput)])]);
+        let one = |kind, p99, max, tput| aggregate(key(2, kind), &[figures(&[report(p99, max, tput)])]);
         let aggs = [
             one(PoolKind::Ignorant, 17_000.0, 40_000.0, 200.0),
             one(PoolKind::Optimal, 7_000.0, 10_000.0, 190.0),
             one(PoolKind::Adaptive, 7_700.0, 12_000.0, 194.0),
         ];
-        let v = verdict(&aggs, 2).unwrap();
-        assert!(v.contains("service p99 0.45x ignorant's and 1.10x optimal's"), "{v}");
-        assert!(v.contains("max 0.30x ignorant's and 1.20x optimal's; throughput 0.97x"), "{v}");
-        assert_eq!(verdict(&aggs, 3), None);
+        let v = verdict(&aggs, Setting::OneCgroup, 0.7, 2).unwrap();
+        assert!(
+            v.starts_with(
+                "one cgroup, load 70%, P=2: adaptive service p99 0.45x ignorant's and 1.10x optimal's"
+            ),
+            "{v}"
+        );
+        assert!(v.contains("max 0.30x ignorant's and 1.20x optimal's; end-to-end p99 0.45x"), "{v}");
+        assert!(v.ends_with("throughput 0.97x ignorant's"), "{v}");
+        assert_eq!(verdict(&aggs, Setting::OneCgroup, 0.7, 3), None);
+        assert_eq!(verdict(&aggs, Setting::PerProcess, 0.7, 2), None);
+        let table = table(&aggs);
+        assert!(
+            table.contains("| one cgroup | 70% | 2 | adaptive | 7.7 (7.7–7.7) | 12.0 (12.0–12.0) |"),
+            "{table}"
+        );
     }
 }

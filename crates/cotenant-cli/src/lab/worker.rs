@@ -33,6 +33,25 @@ pub struct WorkerReport {
     pub chunk_ns: f64,
     /// Latency and throughput.
     pub summary: SummaryRow,
+    /// Every `--series-ms`: the process's CPU time and the pool's target (absent in the Go
+    /// worker's report).
+    #[serde(default)]
+    pub series: Vec<SeriesPoint>,
+    /// With `--items`: every item's `[intended, started, ended]`, ns from the common start.
+    #[serde(default)]
+    pub items: Vec<[u64; 3]>,
+}
+
+/// One point of a worker's time series.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct SeriesPoint {
+    /// Milliseconds since the common start (negative before it is impossible: sampling starts
+    /// with the schedule).
+    pub t_ms: f64,
+    /// The process's CPU time so far, in milliseconds.
+    pub cpu_ms: f64,
+    /// The pool's target then.
+    pub target: usize,
 }
 
 /// [`Summary`] in a form that deserialises (the lab reads it back).
@@ -56,6 +75,9 @@ pub struct SummaryRow {
     pub e2e_p99_us: f64,
     /// End-to-end max.
     pub e2e_max_us: f64,
+    /// Queue time (start − intended arrival) p99 (absent in the Go worker's report).
+    #[serde(default)]
+    pub queue_p99_us: f64,
 }
 
 impl From<&Summary> for SummaryRow {
@@ -70,19 +92,65 @@ impl From<&Summary> for SummaryRow {
             e2e_p50_us: s.end_to_end.p50_us,
             e2e_p99_us: s.end_to_end.p99_us,
             e2e_max_us: s.end_to_end.max_us,
+            queue_p99_us: s.queue.p99_us,
         }
     }
 }
 
 /// The pool a worker builds for `kind` in an experiment of `processes` on `cpus` CPUs.
-pub fn build_pool(kind: PoolKind, cpus: usize, processes: u32) -> anyhow::Result<cotenant::Pool> {
-    let policy = match kind {
+pub fn build_pool(args: &LabWorkerArgs, cpus: usize) -> anyhow::Result<cotenant::Pool> {
+    let processes = args.processes.max(1) as usize;
+    let policy = match args.pool {
         PoolKind::Ignorant => cotenant::Policy::fixed(cpus),
-        PoolKind::Optimal => cotenant::Policy::fixed((cpus / processes.max(1) as usize).max(1)),
-        PoolKind::Share => cotenant::Policy::share(1.0),
+        PoolKind::Optimal => cotenant::Policy::fixed((cpus / processes).max(1)),
+        PoolKind::Share => cotenant::Policy::share(args.share_factor),
         PoolKind::Adaptive => cotenant::Policy::adaptive(),
+        PoolKind::Fixed => match args.fixed_threads {
+            Some(n) => cotenant::Policy::fixed(n as usize),
+            None => bail!("--pool fixed needs --fixed-threads"),
+        },
     };
-    Ok(cotenant::Pool::builder().policy(policy).threads(cpus).queue_capacity(1 << 16).name("lab").build()?)
+    let threads = match (args.threads, args.pool, args.fixed_threads) {
+        (Some(t), _, _) => t as usize,
+        (None, PoolKind::Fixed, Some(n)) => n as usize,
+        _ => cpus,
+    };
+    Ok(cotenant::Pool::builder()
+        .policy(policy)
+        .threads(threads)
+        .queue_capacity(1 << 16)
+        .name("lab")
+        .build()?)
+}
+
+/// Runs `work` while a second thread records the process's CPU time and `pool`'s target every
+/// `every` (if given).
+fn with_series<T>(
+    pool: &cotenant::Pool,
+    every: Option<Duration>,
+    work: impl FnOnce() -> T,
+) -> (T, Vec<SeriesPoint>) {
+    let Some(every) = every else { return (work(), Vec::new()) };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let start = std::time::Instant::now();
+            let mut points = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let cpu_ns = cotenant::sampler::process_cpu_ns().unwrap_or(0);
+                points.push(SeriesPoint {
+                    t_ms: start.elapsed().as_secs_f64() * 1000.0,
+                    cpu_ms: cpu_ns as f64 / 1e6,
+                    target: pool.target(),
+                });
+                std::thread::sleep(every);
+            }
+            points
+        });
+        let out = work();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (out, sampler.join().unwrap_or_default())
+    })
 }
 
 pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
@@ -93,10 +161,10 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
         bail!("the lab (pid {}) is gone; not starting", args.parent);
     }
     let cpus = cotenant::cpus::detect().context("detecting this process's CPUs")?.allowed_cpus() as usize;
-    let pool = build_pool(args.pool, cpus, args.processes)?;
+    let pool = build_pool(args, cpus)?;
     let calibration: Calibration = workload::calibrate(Duration::from_secs_f64(args.service_ms / 1000.0));
-    // Fair share: CPUs / P per process; rate = load × that / service time.
-    let fair_cpus = cpus as f64 / f64::from(args.processes.max(1));
+    // Fair share: CPUs / P per process unless told; rate = load × that / service time.
+    let fair_cpus = args.fair_cpus.unwrap_or(cpus as f64 / f64::from(args.processes.max(1)));
     let rate = args.load * fair_cpus / (args.service_ms / 1000.0);
     let plan = workload::schedule(
         args.arrivals,
@@ -108,8 +176,16 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
     if let Ok(wait) = start_at.duration_since(SystemTime::now()) {
         std::thread::sleep(wait);
     }
-    let items = workload::run(&pool, calibration, &plan);
-    let summary = workload::summarize(&items, Duration::from_millis(args.duration_ms));
+    let lock = args.mutex.then(|| std::sync::Arc::new(std::sync::Mutex::new(())));
+    let duration = Duration::from_millis(args.duration_ms);
+    let (items, series) = with_series(&pool, args.series_ms.map(Duration::from_millis), || {
+        if args.saturate {
+            workload::run_saturated(&pool, calibration, duration, 4 * pool.metrics().threads)
+        } else {
+            workload::run(&pool, calibration, &plan, lock.as_ref())
+        }
+    });
+    let summary = workload::summarize(&items, duration);
     let metrics = pool.metrics();
     pool.shutdown();
     let report = WorkerReport {
@@ -121,6 +197,12 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
         chunks: calibration.chunks,
         chunk_ns: calibration.chunk_ns,
         summary: SummaryRow::from(&summary),
+        series,
+        items: if args.items {
+            items.iter().map(|i| [i.intended, i.started, i.ended]).collect()
+        } else {
+            vec![]
+        },
     };
     println!("{}", serde_json::to_string(&report)?);
     Ok(ExitCode::from(crate::exit::OK))

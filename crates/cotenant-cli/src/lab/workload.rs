@@ -11,7 +11,7 @@
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -82,6 +82,21 @@ pub enum Arrivals {
     Uniform,
     /// Exponentially distributed gaps (a Poisson process), from a seeded generator.
     Poisson,
+    /// Idle, then a burst (seed 000 §4): cycles of [`BURST_OFF`] without arrivals and
+    /// [`BURST_ON`] of Poisson arrivals at the rate that gives the same average.
+    Bursty,
+}
+
+/// The quiet part of a bursty cycle.
+pub const BURST_OFF: Duration = Duration::from_millis(400);
+/// The busy part of a bursty cycle.
+pub const BURST_ON: Duration = Duration::from_millis(100);
+
+/// Whether `t` (from the start) falls in a burst of a bursty schedule.
+#[cfg(test)]
+fn in_burst(t: Duration) -> bool {
+    let cycle = (BURST_OFF + BURST_ON).as_nanos();
+    t.as_nanos() % cycle >= BURST_OFF.as_nanos()
 }
 
 /// Intended arrival offsets from the start for `rate` items per second over `duration`.
@@ -89,6 +104,21 @@ pub enum Arrivals {
 pub fn schedule(arrivals: Arrivals, rate: f64, duration: Duration, seed: u64) -> Vec<Duration> {
     if rate.is_nan() || rate <= 0.0 || !rate.is_finite() {
         return Vec::new();
+    }
+    if arrivals == Arrivals::Bursty {
+        // Poisson arrivals on the "burst time" axis, each burst placed after its quiet part.
+        let (off, on) = (BURST_OFF.as_secs_f64(), BURST_ON.as_secs_f64());
+        let cycles = duration.as_secs_f64() / (off + on);
+        let burst_time = Duration::from_secs_f64(cycles * on);
+        return schedule(Arrivals::Poisson, rate * (off + on) / on, burst_time, seed)
+            .into_iter()
+            .map(|t| {
+                let t = t.as_secs_f64();
+                let cycle = (t / on).floor();
+                Duration::from_secs_f64(cycle * (off + on) + off + (t - cycle * on))
+            })
+            .filter(|&t| t < duration)
+            .collect();
     }
     let end = duration.as_secs_f64();
     let mut out = Vec::new();
@@ -98,7 +128,7 @@ pub fn schedule(arrivals: Arrivals, rate: f64, duration: Duration, seed: u64) ->
         let gap = match arrivals {
             Arrivals::Uniform => 1.0 / rate,
             // Inverse transform: -ln(U)/rate with U in (0, 1].
-            Arrivals::Poisson => -(1.0 - rng.next_f64()).ln() / rate,
+            Arrivals::Poisson | Arrivals::Bursty => -(1.0 - rng.next_f64()).ln() / rate,
         };
         if out.is_empty() && arrivals == Arrivals::Uniform {
             // The first item arrives at 0.
@@ -216,8 +246,14 @@ pub fn summarize(items: &[ItemTimes], duration: Duration) -> Summary {
 }
 
 /// Runs `schedule` against `pool`: a generator (the calling thread) submits item `i` at its
-/// intended time; workers record start and end. Returns when every item has finished.
-pub fn run(pool: &cotenant::Pool, calibration: Calibration, schedule: &[Duration]) -> Vec<ItemTimes> {
+/// intended time; workers record start and end. Returns when every item has finished. With
+/// `lock`, each item's work runs inside that mutex (seed 000 Figure 3's contention).
+pub fn run(
+    pool: &cotenant::Pool,
+    calibration: Calibration,
+    schedule: &[Duration],
+    lock: Option<&Arc<Mutex<()>>>,
+) -> Vec<ItemTimes> {
     let slots: Arc<Vec<[AtomicU64; 2]>> =
         Arc::new((0..schedule.len()).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect());
     let start = Instant::now();
@@ -225,9 +261,19 @@ pub fn run(pool: &cotenant::Pool, calibration: Calibration, schedule: &[Duration
     for (i, &at) in schedule.iter().enumerate() {
         sleep_until(start + at);
         let slots = slots.clone();
+        let lock = lock.cloned();
         tasks.push(pool.spawn(move || {
             let began = ns_since(start).max(1);
-            black_box(calibration.work());
+            match &lock {
+                // A poisoned lock only means another item panicked; the work is still valid.
+                Some(lock) => {
+                    let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+                    black_box(calibration.work());
+                }
+                None => {
+                    black_box(calibration.work());
+                }
+            }
             slots[i][0].store(began, Ordering::Relaxed);
             slots[i][1].store(ns_since(start).max(began), Ordering::Relaxed);
         }));
@@ -245,6 +291,42 @@ pub fn run(pool: &cotenant::Pool, calibration: Calibration, schedule: &[Duration
             ended: slots[i][1].load(Ordering::Relaxed),
         })
         .collect()
+}
+
+/// Keeps `pool` saturated for `duration`: `outstanding` items in flight at all times (closed
+/// loop), each resubmitted as one finishes. Returns the items that finished in time (their
+/// `intended` is when they were submitted). For experiments about CPU shares, not latency.
+pub fn run_saturated(
+    pool: &cotenant::Pool,
+    calibration: Calibration,
+    duration: Duration,
+    outstanding: usize,
+) -> Vec<ItemTimes> {
+    let start = Instant::now();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<ItemTimes>();
+    let submit = |done_tx: std::sync::mpsc::Sender<ItemTimes>| {
+        let intended = ns_since(start);
+        pool.execute(move || {
+            let began = ns_since(start).max(1);
+            black_box(calibration.work());
+            let _ = done_tx.send(ItemTimes { intended, started: began, ended: ns_since(start).max(began) });
+        });
+    };
+    for _ in 0..outstanding.max(1) {
+        submit(done_tx.clone());
+    }
+    let mut items = Vec::new();
+    let end = start + duration;
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        match done_rx.recv_timeout(left) {
+            Ok(item) => {
+                items.push(item);
+                submit(done_tx.clone());
+            }
+            Err(_) => break,
+        }
+    }
+    items
 }
 
 fn ns_since(start: Instant) -> u64 {
@@ -304,6 +386,17 @@ mod tests {
     }
 
     #[test]
+    fn a_bursty_schedule_arrives_only_in_bursts_at_the_average_rate() {
+        let s = schedule(Arrivals::Bursty, 200.0, Duration::from_secs(20), 7);
+        assert!(s.iter().all(|&t| in_burst(t)), "an arrival outside a burst");
+        assert!(s.windows(2).all(|w| w[0] <= w[1]));
+        // 4000 expected on average (200/s for 20 s).
+        assert!((3_700..=4_300).contains(&s.len()), "{}", s.len());
+        assert!(!in_burst(Duration::from_millis(399)) && in_burst(Duration::from_millis(400)));
+        assert!(in_burst(Duration::from_millis(499)) && !in_burst(Duration::from_millis(500)));
+    }
+
+    #[test]
     fn a_bad_rate_schedules_nothing() {
         assert!(schedule(Arrivals::Uniform, 0.0, Duration::from_secs(1), 0).is_empty());
         assert!(schedule(Arrivals::Poisson, f64::NAN, Duration::from_secs(1), 0).is_empty());
@@ -330,7 +423,7 @@ mod tests {
         let pool = cotenant::Pool::builder().policy(cotenant::Policy::fixed(2)).build().unwrap();
         let calibration = Calibration { chunks: 1, chunk_ns: 1.0, target_ns: 1 };
         let plan = schedule(Arrivals::Uniform, 2000.0, Duration::from_millis(20), 0);
-        let items = run(&pool, calibration, &plan);
+        let items = run(&pool, calibration, &plan, None);
         assert_eq!(items.len(), plan.len());
         assert!(items.iter().all(|i| i.started >= 1 && i.ended >= i.started));
     }

@@ -213,7 +213,8 @@ pub(super) fn decide(config: &AdaptiveConfig, sample: &Sample, state: &mut Polic
 fn remember_neighbours(config: &AdaptiveConfig, sample: &Sample, state: &mut PolicyState) -> (f64, f64) {
     let now = sample.neighbour_cpus();
     let len = NEIGHBOUR_MEMORY_MAX as u64;
-    state.recent_neighbours[(state.periods % len) as usize] = if now.is_finite() { now.max(0.0) } else { 0.0 };
+    state.recent_neighbours[(state.periods % len) as usize] =
+        if now.is_finite() { now.max(0.0) } else { 0.0 };
     state.periods = state.periods.wrapping_add(1);
     let memory = u64::from(config.neighbour_memory.clamp(1, NEIGHBOUR_MEMORY_MAX as u32)).min(state.periods);
     let recent = (1..=memory).map(|back| state.recent_neighbours[((state.periods - back) % len) as usize]);

@@ -1,0 +1,3 @@
+module cotenant/goworker
+
+go 1.21

@@ -1,0 +1,440 @@
+//! Seed 000 Table 2, updated: what each language runtime believes about its CPUs, inside the
+//! scenarios of issue 2 (quota 0.5, 1, 1.5 and 3 CPUs, a parent quota over an unlimited child,
+//! cpuset {0}, affinity {0}) in real cgroups, next to `cotenant cpus`, under the correct value.
+//!
+//! Each probe is a few lines (`lab-probes/`), embedded with `include_str!`, written to a cache
+//! directory and built there on first use (Go, Java, C++) or run by its interpreter (Python,
+//! Node). Rust std, num_cpus and cotenant are probed by this binary's hidden `lab-probe` mode.
+//! A missing toolchain fills its column with "not installed"; it is not an error.
+
+use std::fmt::Write as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+use super::cgroup::{Cgroup, Layout, LAB_PREFIX};
+use super::Outcome;
+
+/// The runtimes in table order (cotenant first).
+pub const RUNTIMES: [&str; 8] = ["cotenant", "Go", "Java", "Python", "Node", "C++", "Rust std", "num_cpus"];
+
+/// One scenario: a quota on the probe's cgroup, a quota on its parent only, a cpuset or an
+/// affinity mask.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scenario {
+    /// No limit at all (the baseline).
+    NoLimit,
+    /// A quota of this many CPUs on the probe's cgroup.
+    Quota(f64),
+    /// A quota of this many CPUs on the parent, the probe in an unlimited child.
+    ParentQuota(f64),
+    /// cpuset {0}.
+    Cpuset0,
+    /// Affinity {0}.
+    Affinity0,
+}
+
+impl Scenario {
+    /// Every scenario, in table order.
+    pub const ALL: [Scenario; 8] = [
+        Scenario::NoLimit,
+        Scenario::Quota(0.5),
+        Scenario::Quota(1.0),
+        Scenario::Quota(1.5),
+        Scenario::Quota(3.0),
+        Scenario::ParentQuota(1.0),
+        Scenario::Cpuset0,
+        Scenario::Affinity0,
+    ];
+
+    /// Its name in the table.
+    pub fn name(self) -> String {
+        match self {
+            Scenario::NoLimit => "no limit".into(),
+            Scenario::Quota(q) => format!("quota {q}"),
+            Scenario::ParentQuota(q) => format!("parent quota {q}, child unlimited"),
+            Scenario::Cpuset0 => "cpuset {0}".into(),
+            Scenario::Affinity0 => "affinity {0}".into(),
+        }
+    }
+
+    /// Whether it needs a real cgroup with a limit.
+    fn needs_cgroups(self) -> bool {
+        !matches!(self, Scenario::NoLimit | Scenario::Affinity0)
+    }
+}
+
+/// The threads a CPU-bound pool should have in `scenario` on a host where this process may use
+/// `cpus` CPUs and the baseline (no limit) answer is `baseline`: the limit rounded down (a
+/// thread the quota cannot pay for is throttled every period), at least 1, and never more than
+/// the baseline (the lab itself may run in a limited container).
+pub fn correct(scenario: Scenario, cpus: u32, baseline: u32) -> u32 {
+    let limit = match scenario {
+        Scenario::NoLimit => f64::from(cpus),
+        Scenario::Quota(q) | Scenario::ParentQuota(q) => q.min(f64::from(cpus)),
+        Scenario::Cpuset0 | Scenario::Affinity0 => 1.0,
+    };
+    ((limit + 1e-9).floor() as u32).clamp(1, baseline.max(1))
+}
+
+/// A probe's printed number (trimmed), or what was wrong with it.
+pub fn parse_count(text: &str) -> Result<u32, String> {
+    let t = text.trim();
+    t.parse::<u32>()
+        .map_err(|_| format!("printed {:?}, not a CPU count", t.chars().take(40).collect::<String>()))
+}
+
+/// `lab-probe`: prints `{"rust_std": N, "num_cpus": N, "cotenant": N}`.
+pub fn probe_main() -> anyhow::Result<ExitCode> {
+    let rust_std = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let cotenant =
+        cotenant::cpus::detect().context("cotenant::cpus::detect")?.threads(cotenant::Rounding::Floor);
+    println!(
+        "{}",
+        serde_json::json!({"rust_std": rust_std, "num_cpus": num_cpus::get(), "cotenant": cotenant})
+    );
+    Ok(ExitCode::from(crate::exit::OK))
+}
+
+/// How to run one runtime's probe, or why it cannot run.
+struct Probe {
+    runtime: &'static str,
+    command: Result<(PathBuf, Vec<String>), String>,
+}
+
+/// Runs `program args` (optional output, with a status) and returns stdout; `what` names it.
+fn run_tool(command: &mut Command, what: &str) -> Result<String, String> {
+    match command.stdin(Stdio::null()).output() {
+        Ok(out) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        Ok(out) => Err(format!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("no message")
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err("not installed".into()),
+        Err(e) => Err(format!("{what}: {e}")),
+    }
+}
+
+/// Writes the probe sources to `dir` and builds what needs building.
+fn prepare(dir: &Path) -> anyhow::Result<Vec<Probe>> {
+    let sources = [
+        ("probe.go", include_str!("../../lab-probes/probe.go")),
+        ("Probe.java", include_str!("../../lab-probes/Probe.java")),
+        ("probe.py", include_str!("../../lab-probes/probe.py")),
+        ("probe.js", include_str!("../../lab-probes/probe.js")),
+        ("probe.cpp", include_str!("../../lab-probes/probe.cpp")),
+    ];
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (name, text) in sources {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let go = {
+        let mut c = Command::new("go");
+        c.args(["build", "-o", "probe-go", "probe.go"]).current_dir(dir).env("GOTOOLCHAIN", "local");
+        if std::env::var_os("GOCACHE").is_none() && std::env::var_os("HOME").is_none() {
+            c.env("GOCACHE", dir.join("gocache"));
+        }
+        // Also look where Go installs itself when it is not on the PATH.
+        run_tool(&mut c, "go build")
+            .or_else(|e| {
+                if e == "not installed" && Path::new("/usr/local/go/bin/go").exists() {
+                    let mut c2 = Command::new("/usr/local/go/bin/go");
+                    c2.args(["build", "-o", "probe-go", "probe.go"])
+                        .current_dir(dir)
+                        .env("GOTOOLCHAIN", "local");
+                    run_tool(&mut c2, "go build")
+                } else {
+                    Err(e)
+                }
+            })
+            .map(|_| (dir.join("probe-go"), vec![]))
+    };
+    let java = run_tool(Command::new("javac").arg("Probe.java").current_dir(dir), "javac")
+        .map(|_| (PathBuf::from("java"), vec!["-cp".into(), dir.display().to_string(), "Probe".into()]));
+    let cpp = run_tool(
+        Command::new("c++").args(["-O1", "-pthread", "-o", "probe-cpp", "probe.cpp"]).current_dir(dir),
+        "c++",
+    )
+    .map(|_| (dir.join("probe-cpp"), vec![]));
+    let interpreted = |program: &str, file: &str| -> Result<(PathBuf, Vec<String>), String> {
+        run_tool(Command::new(program).arg("--version"), program)
+            .map(|_| (PathBuf::from(program), vec![dir.join(file).display().to_string()]))
+    };
+    Ok(vec![
+        Probe { runtime: "Go", command: go },
+        Probe { runtime: "Java", command: java },
+        Probe { runtime: "Python", command: interpreted("python3", "probe.py") },
+        Probe { runtime: "Node", command: interpreted("node", "probe.js") },
+        Probe { runtime: "C++", command: cpp },
+    ])
+}
+
+/// Runs a prepared command to completion within 20 s; its stdout.
+fn run_bounded(mut command: Command) -> Result<String, String> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("start: {e}"))?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() > deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("timed out".into());
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(format!("wait: {e}")),
+        }
+    }
+    let out = child.wait_with_output().map_err(|e| format!("output: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("")
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A command for `program args` in `cgroup` (if any), pinned to CPU 0 with `pin`.
+fn command_in(cgroup: Option<&Cgroup>, program: &Path, args: &[String], pin: bool) -> Command {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match cgroup {
+        Some(cg) => cg.command(program, &args, pin.then_some(0)),
+        None => {
+            let mut c = Command::new(program);
+            c.args(&args);
+            if pin {
+                // SAFETY: between fork and exec only sched_setaffinity is called, on a set
+                // prepared on the stack.
+                unsafe {
+                    c.pre_exec(|| {
+                        let mut set: libc::cpu_set_t = std::mem::zeroed();
+                        libc::CPU_SET(0, &mut set);
+                        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        Ok(())
+                    });
+                }
+            }
+            c
+        }
+    }
+}
+
+/// The cgroup for `scenario` (None for no limit and affinity, or without real cgroups).
+fn scenario_cgroup(layout: &Layout, scenario: Scenario) -> anyhow::Result<Cgroup> {
+    const PERIOD: u64 = 100_000;
+    let quota_us = |q: f64| Some((q * PERIOD as f64).round() as u64);
+    let (child, cpuset) = match scenario {
+        Scenario::ParentQuota(_) => (true, None),
+        Scenario::Cpuset0 => (false, Some("0")),
+        _ => (false, None),
+    };
+    let cg =
+        Cgroup::create(layout, LAB_PREFIX, "runtimes", child, cpuset).context("creating a lab cgroup")?;
+    match scenario {
+        Scenario::Quota(q) => Cgroup::set_quota(layout, cg.cpu_dir(false), quota_us(q), PERIOD)?,
+        Scenario::ParentQuota(q) => Cgroup::set_quota(layout, cg.cpu_dir(false), quota_us(q), PERIOD)?,
+        _ => {}
+    }
+    Ok(cg)
+}
+
+/// One cell of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// Scenario name.
+    pub scenario: String,
+    /// Runtime name.
+    pub runtime: String,
+    /// What it printed, or why there is no number.
+    pub value: Result<u32, String>,
+    /// The correct value.
+    pub correct: u32,
+}
+
+/// The Markdown table: the correct value first, wrong values in bold with a cross.
+pub fn table(cells: &[Cell]) -> String {
+    let mut out = String::from("| scenario | correct |");
+    for r in RUNTIMES {
+        let _ = write!(out, " {r} |");
+    }
+    out.push_str("\n|---|---:|");
+    out.push_str(&"---:|".repeat(RUNTIMES.len()));
+    out.push('\n');
+    let mut scenarios: Vec<&str> = Vec::new();
+    for c in cells {
+        if !scenarios.contains(&c.scenario.as_str()) {
+            scenarios.push(&c.scenario);
+        }
+    }
+    for s in scenarios {
+        let row: Vec<&Cell> = cells.iter().filter(|c| c.scenario == s).collect();
+        let correct = row.first().map_or(0, |c| c.correct);
+        let _ = write!(out, "| {s} | {correct} |");
+        for r in RUNTIMES {
+            let text = match row.iter().find(|c| c.runtime == r).map(|c| &c.value) {
+                Some(Ok(v)) if *v == correct => v.to_string(),
+                Some(Ok(v)) => format!("**{v}** ✗"),
+                Some(Err(why)) => why.clone(),
+                None => "-".into(),
+            };
+            let _ = write!(out, " {text} |");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// "cotenant correct in 8 of 8 scenarios; Go 5 of 8; ..." (runtimes without a number are
+/// counted as "not run").
+pub fn verdict(cells: &[Cell]) -> String {
+    RUNTIMES
+        .iter()
+        .map(|r| {
+            let mine: Vec<&Cell> = cells.iter().filter(|c| c.runtime == *r).collect();
+            let measured: Vec<&&Cell> = mine.iter().filter(|c| c.value.is_ok()).collect();
+            if measured.is_empty() {
+                return format!("{r} not run");
+            }
+            let right = measured.iter().filter(|c| c.value.as_ref().ok() == Some(&c.correct)).count();
+            format!("{r} correct in {right} of {} scenarios", measured.len())
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Runs the experiment.
+pub fn run(args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
+    let _ = args;
+    let layout = super::cgroup::layout();
+    // SAFETY: getuid has no preconditions.
+    let dir = std::env::temp_dir().join(format!("cotenant-lab-probes-{}", unsafe { libc::getuid() }));
+    let probes = prepare(&dir)?;
+    let exe = std::env::current_exe().context("locating the cotenant binary")?;
+    let cpus = cotenant::cpus::detect().context("detecting this host's CPUs")?.allowed_cpus();
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut baseline = cpus;
+    let mut skipped = Vec::new();
+    for scenario in Scenario::ALL {
+        let cgroup = match (&layout, scenario.needs_cgroups()) {
+            (Ok(layout), true) if scenario == Scenario::Cpuset0 && !layout.has_cpuset() => {
+                skipped.push(format!("{} (no cpuset controller)", scenario.name()));
+                continue;
+            }
+            (Ok(layout), true) => Some(scenario_cgroup(layout, scenario)?),
+            (Err(why), true) => {
+                skipped.push(format!("{} ({why})", scenario.name()));
+                continue;
+            }
+            (_, false) => None,
+        };
+        let pin = scenario == Scenario::Affinity0;
+        eprintln!("lab runtimes: {}", scenario.name());
+        let native =
+            run_bounded(command_in(cgroup.as_ref(), &exe, &["lab-probe".to_owned()], pin)).and_then(|out| {
+                serde_json::from_str::<serde_json::Value>(out.trim()).map_err(|e| format!("bad JSON: {e}"))
+            });
+        let field = |key: &str| -> Result<u32, String> {
+            native.clone().and_then(|v| v[key].as_u64().map(|n| n as u32).ok_or_else(|| format!("no {key}")))
+        };
+        if scenario == Scenario::NoLimit {
+            baseline = field("cotenant").unwrap_or(cpus);
+        }
+        let correct = correct(scenario, cpus, baseline);
+        let mut add = |runtime: &str, value: Result<u32, String>| {
+            cells.push(Cell { scenario: scenario.name(), runtime: runtime.into(), value, correct });
+        };
+        add("cotenant", field("cotenant"));
+        add("Rust std", field("rust_std"));
+        add("num_cpus", field("num_cpus"));
+        for probe in &probes {
+            let value = match &probe.command {
+                Ok((program, pargs)) => run_bounded(command_in(cgroup.as_ref(), program, pargs, pin))
+                    .and_then(|out| parse_count(&out))
+                    .map_err(|e| format!("{} in {}: {e}", probe.runtime, scenario.name())),
+                Err(why) => Err(why.clone()),
+            };
+            add(probe.runtime, value);
+        }
+    }
+    let mut outcome = Outcome::default();
+    for c in &cells {
+        let mut row = serde_json::Map::new();
+        row.insert("scenario".into(), c.scenario.clone().into());
+        row.insert("runtime".into(), c.runtime.clone().into());
+        row.insert("value".into(), c.value.as_ref().ok().map_or(serde_json::Value::Null, |v| (*v).into()));
+        row.insert("note".into(), c.value.as_ref().err().cloned().unwrap_or_default().into());
+        row.insert("correct".into(), c.correct.into());
+        row.insert("is_correct".into(), (c.value.as_ref().ok() == Some(&c.correct)).into());
+        outcome.rows.push(row);
+    }
+    let mut report = format!(
+        "The thread count each runtime would use by default, in each scenario, on this host's {cpus} CPUs. \
+         Correct: the limit rounded down, at least 1. Wrong values are in bold.\n\n{}",
+        table(&cells)
+    );
+    if !skipped.is_empty() {
+        let _ = write!(report, "\nSkipped: {}.\n", skipped.join(", "));
+    }
+    outcome.report = report;
+    outcome.verdicts = vec![verdict(&cells)];
+    outcome.summary =
+        serde_json::Value::Array(outcome.rows.iter().cloned().map(serde_json::Value::Object).collect());
+    Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_correct_value_is_the_limit_rounded_down() {
+        let c = |s| correct(s, 2, 2);
+        assert_eq!(
+            Scenario::ALL.map(c),
+            [2, 1, 1, 1, 2, 1, 1, 1],
+            "no limit, quota 0.5/1/1.5/3, parent 1, cpuset, affinity"
+        );
+        assert_eq!(correct(Scenario::Quota(3.0), 8, 8), 3);
+        assert_eq!(correct(Scenario::Quota(3.0), 8, 2), 2, "capped by the lab's own limit");
+    }
+
+    #[test]
+    fn probe_output_is_a_count_or_a_clear_error() {
+        assert_eq!(parse_count(" 4\n"), Ok(4));
+        assert!(parse_count("four").unwrap_err().contains("\"four\""));
+        assert!(parse_count("").is_err());
+    }
+
+    #[test]
+    fn the_table_marks_wrong_values_and_the_verdict_counts_them() {
+        let cell = |runtime: &str, value: Result<u32, String>| Cell {
+            scenario: "quota 0.5".into(),
+            runtime: runtime.into(),
+            value,
+            correct: 1,
+        };
+        let cells = [cell("cotenant", Ok(1)), cell("Go", Ok(2)), cell("Java", Err("not installed".into()))];
+        let t = table(&cells);
+        assert!(t.contains("| quota 0.5 | 1 | 1 | **2** ✗ | not installed | - |"), "{t}");
+        let v = verdict(&cells);
+        assert!(
+            v.starts_with(
+                "cotenant correct in 1 of 1 scenarios; Go correct in 0 of 1 scenarios; Java not run"
+            ),
+            "{v}"
+        );
+    }
+}
