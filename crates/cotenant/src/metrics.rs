@@ -38,13 +38,16 @@ pub struct Metrics {
     pub decisions: u64,
     /// Counter: periods in which sampling failed and the pool fell back to all its workers.
     pub sample_errors: u64,
+    /// Counter: workers woken beyond the target because a task waited while a CPU was idle
+    /// (borrowing, `Policy::adaptive`).
+    pub borrows: u64,
 }
 
 impl Metrics {
     /// The metrics in the Prometheus text exposition format, labelled `pool="<pool>"`.
     pub fn to_prometheus(&self, pool: &str) -> String {
         let label = pool.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-        let rows: [(&str, &str, &str, u64); 11] = [
+        let rows: [(&str, &str, &str, u64); 12] = [
             ("threads", "gauge", "OS threads the pool started", self.threads as u64),
             ("target", "gauge", "workers allowed to run", self.target as u64),
             ("running", "gauge", "workers running tasks", self.running as u64),
@@ -56,6 +59,7 @@ impl Metrics {
             ("panicked_total", "counter", "tasks that panicked", self.panicked),
             ("decisions_total", "counter", "controller decisions", self.decisions),
             ("sample_errors_total", "counter", "periods whose sampling failed", self.sample_errors),
+            ("borrows_total", "counter", "workers woken beyond the target onto an idle CPU", self.borrows),
         ];
         let mut out = String::new();
         for (name, kind, help, value) in rows {
@@ -73,7 +77,7 @@ impl fmt::Display for Metrics {
         write!(
             f,
             "target {}/{} threads, {} running, {}/{} queued; {} completed ({} by callers), {} panicked, \
-             {} rejected; {} decisions, {} sample errors",
+             {} rejected; {} decisions, {} sample errors, {} borrows",
             self.target,
             self.threads,
             self.running,
@@ -84,7 +88,8 @@ impl fmt::Display for Metrics {
             self.panicked,
             self.rejected,
             self.decisions,
-            self.sample_errors
+            self.sample_errors,
+            self.borrows
         )
     }
 }

@@ -41,6 +41,8 @@ pub struct HostCounters {
     pub allowed: CpuSet,
     /// The quota's CPU limit when a quota binds, else `None`.
     pub quota_cpus: Option<f64>,
+    /// The host's online CPUs (0 when unknown): `procs_running` counts tasks on all of them.
+    pub online_cpus: u32,
 }
 
 /// Why a reading failed: the file (or call) and what went wrong.
@@ -118,6 +120,7 @@ impl HostSampler {
         }
         let allowed = self.budget.allowed_set();
         let quota_cpus = (self.budget.binding() == Constraint::Quota).then(|| self.budget.limit());
+        let online_cpus = self.budget.online().value().map_or(0, CpuSet::count);
 
         let (path, file) = &self.loadavg;
         let text = read_at_zero(file, path, &mut self.buf)?;
@@ -158,7 +161,17 @@ impl HostSampler {
             }
             None => 0,
         };
-        Ok(HostCounters { at, self_ns, busy_ns, idle_ns, procs_running, throttled_ns, allowed, quota_cpus })
+        Ok(HostCounters {
+            at,
+            self_ns,
+            busy_ns,
+            idle_ns,
+            procs_running,
+            throttled_ns,
+            allowed,
+            quota_cpus,
+            online_cpus,
+        })
     }
 }
 
@@ -182,6 +195,8 @@ pub struct HostDelta {
     pub procs_running: Option<u32>,
     /// Throttled time.
     pub throttled_ns: u64,
+    /// The host's online CPUs at the second reading (0 when unknown).
+    pub online_cpus: u32,
 }
 
 impl HostDelta {
@@ -212,6 +227,7 @@ impl HostDelta {
             idle_ns,
             procs_running: now.procs_running,
             throttled_ns: now.throttled_ns.saturating_sub(before.throttled_ns),
+            online_cpus: now.online_cpus,
         })
     }
 }
@@ -284,6 +300,7 @@ mod tests {
             throttled_ns: 0,
             allowed: crate::procfs::cpulist::parse(allowed).unwrap(),
             quota_cpus: None,
+            online_cpus: 2,
         }
     }
 

@@ -523,6 +523,7 @@ mod tests {
             threads: 2,
             final_target: 1,
             decisions: 10,
+            borrows: 0,
             chunks: 100,
             chunk_ns: 50_000.0,
             summary: SummaryRow {

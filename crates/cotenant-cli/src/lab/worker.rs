@@ -27,6 +27,9 @@ pub struct WorkerReport {
     pub final_target: usize,
     /// Controller decisions during the run.
     pub decisions: u64,
+    /// Workers woken beyond the target onto an idle CPU (borrowing; absent in old reports).
+    #[serde(default)]
+    pub borrows: u64,
     /// Chunks per item and measured chunk time.
     pub chunks: u32,
     /// Nanoseconds of one chunk.
@@ -194,6 +197,7 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
         threads: metrics.threads,
         final_target: metrics.target,
         decisions: metrics.decisions,
+        borrows: metrics.borrows,
         chunks: calibration.chunks,
         chunk_ns: calibration.chunk_ns,
         summary: SummaryRow::from(&summary),

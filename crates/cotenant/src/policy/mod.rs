@@ -7,11 +7,13 @@
 //! | [`Policy::fixed`] | here | a constant target |
 //! | [`Policy::share`] | `share.rs` | seed 000 §5.2's formula, faithfully (locks in, see `docs/policy.md`) |
 //! | [`Policy::adaptive`] | `adaptive.rs` | cotenant's controller: contention, idle CPUs, fairness probes |
+//! | (adaptive) | `borrow.rs` | between decisions: one more worker while a CPU is idle *now* |
 //!
 //! Invariant: every decision is in `1..=sample.threads`, and a dynamic policy never exceeds
 //! [`Sample::cap`] (what the quota pays for).
 
 mod adaptive;
+pub mod borrow;
 mod share;
 pub mod sim;
 
@@ -104,8 +106,20 @@ impl Policy {
             Kind::Adaptive(config) => adaptive::decide(config, sample, state),
         };
         debug_assert!(decision.target >= 1 && decision.target <= sample.threads.max(1));
+        state.idle_average += (sample.idle_cpus() - state.idle_average) * borrow::IDLE_SMOOTHING;
         state.record(decision.target);
         decision
+    }
+
+    /// How many workers may run while borrowing idle CPUs between decisions (0: no
+    /// borrowing), after [`decide`](Policy::decide) updated `state`. Only
+    /// [`Policy::adaptive`] borrows (unless its config turns it off); see [`borrow::limit`]
+    /// for when it is safe.
+    pub fn borrow_limit(&self, sample: &Sample, state: &PolicyState, online_cpus: u32) -> u32 {
+        match &self.kind {
+            Kind::Adaptive(config) if config.borrow => borrow::limit(sample, state.idle_average, online_cpus),
+            _ => 0,
+        }
     }
 }
 
@@ -269,6 +283,9 @@ pub struct PolicyState {
     pub recent_neighbours: [f64; NEIGHBOUR_MEMORY_MAX],
     /// Periods decided so far (indexes `recent_neighbours`).
     pub periods: u64,
+    /// Idle CPUs among those we may use, smoothed over about 8 periods (an exponential moving
+    /// average with weight [`borrow::IDLE_SMOOTHING`]): what gates borrowing.
+    pub idle_average: f64,
 }
 
 /// The most periods of neighbour use a [`PolicyState`] remembers.
@@ -285,6 +302,7 @@ impl PolicyState {
             probing: false,
             recent_neighbours: [0.0; NEIGHBOUR_MEMORY_MAX],
             periods: 0,
+            idle_average: 0.0,
         }
     }
 

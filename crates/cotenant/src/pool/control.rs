@@ -301,6 +301,7 @@ fn tick(
             pool.sample_errors.fetch_add(1, Ordering::Relaxed);
             warn_once(&format!("sampling failed ({error}); pools fall back to all their workers"));
             let target = fallback_target(entry.threads, entry.last_cap);
+            pool.borrow.set(0, 0);
             entry.state = PolicyState::new(target);
             entry.last = None;
             let had_work = pool.queued() > 0 || pool.running() > 0;
@@ -349,6 +350,8 @@ fn tick(
     entry.last_cap = Some(sample.cap());
     let before = entry.state.target;
     let decision = entry.policy.decide(&sample, &mut entry.state);
+    pool.borrow
+        .set(entry.policy.borrow_limit(&sample, &entry.state, delta.online_cpus) as usize, delta.online_cpus);
     pool.decisions.fetch_add(1, Ordering::Relaxed);
     if let Some(out) = recorder {
         use std::io::Write as _;

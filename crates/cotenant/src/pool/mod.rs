@@ -9,8 +9,10 @@
 //! | `queue.rs` | the bounded MPMC queue |
 //! | `sleep.rs` | the target, sleeping workers and wake-ups (protocol in `pool/README.md`) |
 //! | `worker.rs` | the worker loop and per-worker counters |
+//! | `borrow.rs` | borrowing an idle CPU between decisions (`policy/borrow.rs`) |
 //! | `control.rs` | the process-wide control thread: sampler → policy → `set_target` |
 
+mod borrow;
 #[cfg(not(loom))]
 pub(crate) mod control;
 mod queue;
@@ -31,6 +33,7 @@ use crate::sync::{
     fence, lock, thread, wait, AtomicBool, AtomicU64, AtomicUsize, CachePadded, Condvar, Mutex,
 };
 use crate::sync::{Arc, Ordering};
+use borrow::Borrow;
 use queue::Queue;
 use sleep::Sleep;
 use task::{failed_task, task_pair, Job, Outcome};
@@ -242,6 +245,8 @@ impl Builder {
             cancelling: AtomicBool::new(false),
             on_full: self.on_full,
             dynamic: self.policy.fixed_target().is_none(),
+            borrow: Borrow::new(self.policy.fixed_target().is_none()),
+            borrows: AtomicU64::new(0),
             blocked: AtomicUsize::new(0),
             blocked_lock: Mutex::new(()),
             not_full: Condvar::new(),
@@ -327,6 +332,9 @@ pub(crate) struct Shared {
     /// Whether a controller decides the target (a submit then wakes a napping controller).
     #[cfg_attr(loom, allow(dead_code))]
     dynamic: bool,
+    pub(crate) borrow: Borrow,
+    /// Workers woken beyond the target (see `borrow.rs`).
+    borrows: AtomicU64,
     /// Submitters waiting for room (`Full::Block`), and what they wait on.
     blocked: AtomicUsize,
     blocked_lock: Mutex<()>,
@@ -397,7 +405,9 @@ impl Shared {
             Ok(()) => {
                 // Pairs with the fences in `Sleep::sleep` and `Sleep::set_target`.
                 fence(Ordering::SeqCst);
-                self.sleep.wake_one_allowed();
+                if !self.sleep.wake_one_allowed() {
+                    self.maybe_borrow();
+                }
                 #[cfg(not(loom))]
                 if self.dynamic {
                     control::nudge();
@@ -512,6 +522,29 @@ impl Shared {
 
     pub(crate) fn running(&self) -> usize {
         self.workers.iter().filter(|worker| worker.is_busy()).count()
+    }
+
+    /// Step B (`borrow.rs`): a task waits, no allowed worker sleeps; if every allowed worker
+    /// is busy and a CPU is idle now, wake one worker beyond the target for it. Called by a
+    /// submit that woke nobody and by an allowed worker that finished a task with more
+    /// queued. Purely additive: the allowed workers still take the task if nobody is borrowed.
+    pub(crate) fn maybe_borrow(&self) {
+        let limit = self.borrow.limit().min(self.workers.len());
+        let target = self.sleep.target();
+        if limit <= target || self.queue.is_empty() {
+            return;
+        }
+        // An allowed worker that is not busy is spinning or about to pop: it will take it.
+        if self.workers[..target].iter().any(|worker| !worker.is_busy()) {
+            return;
+        }
+        if !self.borrow.submit_may_borrow(worker::nanos_since(self.epoch), self.is_own_worker()) {
+            return;
+        }
+        if self.sleep.wake_borrower(limit, |index| self.workers[index].borrowed.store(true, Ordering::SeqCst))
+        {
+            self.borrows.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -658,6 +691,7 @@ impl Pool {
             panicked: sum(|w| w.panicked.load(Ordering::Relaxed)),
             decisions: shared.decisions.load(Ordering::Relaxed),
             sample_errors: shared.sample_errors.load(Ordering::Relaxed),
+            borrows: shared.borrows.load(Ordering::Relaxed),
         }
     }
 

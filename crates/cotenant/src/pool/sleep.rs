@@ -149,6 +149,24 @@ impl Sleep {
         true
     }
 
+    /// Step B (`borrow.rs`): claims the lowest-index sleeper at or above the target and below
+    /// `limit`, calls `mark(index)` (the borrowed flag, set before the worker can see its
+    /// wake-up) and wakes it. The `idle_allowed` invariant is untouched: the claimed worker
+    /// was not counted (its index is at or above the target, read under the lock).
+    pub(crate) fn wake_borrower(&self, limit: usize, mark: impl Fn(usize)) -> bool {
+        let mut registry = lock(&self.registry);
+        let target = self.target.load(Ordering::SeqCst);
+        let limit = limit.min(registry.asleep.len());
+        let Some(index) = (target..limit).find(|&index| registry.asleep[index]) else {
+            return false;
+        };
+        registry.asleep[index] = false;
+        mark(index);
+        drop(registry);
+        self.parkers[index].unpark();
+        true
+    }
+
     /// Wakes every sleeper (shutdown).
     pub(crate) fn wake_all(&self) {
         let mut registry = lock(&self.registry);

@@ -6,14 +6,19 @@
 //!    survives) and counted here.
 //! 3. Finding the queue empty, it spins with back-off for a few microseconds (seed 004: bounded
 //!    spinning only), then sleeps until a submit or a target change wakes it.
-//! 4. Once the pool is closed it drains the queue (graceful) or drops what it pops (`shutdown_now`)
+//! 4. A worker at or above the target that a submit woke as a borrower (`borrow.rs`) runs
+//!    tasks like an allowed one, but goes back to sleep as soon as the queue is empty or,
+//!    checked every `WORKER_CHECK_INTERVAL`, another task waits for a CPU. An allowed worker
+//!    that finishes a task with more queued looks for a CPU to borrow (step B).
+//! 5. Once the pool is closed it drains the queue (graceful) or drops what it pops (`shutdown_now`)
 //!    and exits when the queue is empty and no submit is in flight.
 
 use std::time::Instant;
 
+use super::borrow::WORKER_CHECK_INTERVAL;
 use super::task::Outcome;
 use super::Shared;
-use crate::sync::{spin_then_yield, Arc, AtomicU64, Ordering};
+use crate::sync::{spin_then_yield, Arc, AtomicBool, AtomicU64, Ordering};
 
 /// Spin rounds before sleeping: round `k < SPIN_ROUNDS` busy-waits `2^k` `spin_loop` hints
 /// (about 2^SPIN_ROUNDS hints in all, a few microseconds), then `YIELD_ROUNDS` rounds yield the
@@ -39,6 +44,9 @@ pub(crate) struct WorkerStats {
     pub(crate) cpu_clock: AtomicU64,
     /// The worker's kernel thread id (0 until started), for `/proc/self/task/<tid>/schedstat`.
     pub(crate) tid: AtomicU64,
+    /// Set by a submit that woke this worker beyond the target (step 4); cleared by the
+    /// worker when it gives the CPU back.
+    pub(crate) borrowed: AtomicBool,
 }
 
 impl WorkerStats {
@@ -135,8 +143,14 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     #[cfg(not(loom))]
     CURRENT_POOL.with(|current| current.set(Arc::as_ptr(&shared) as usize));
     stats.register_thread();
+    let mut last_borrow_check = Instant::now();
     loop {
-        let allowed = index < shared.sleep.target();
+        let borrowed = stats.borrowed.load(Ordering::SeqCst);
+        if borrowed && index < shared.sleep.target() {
+            // The target rose past us: an allowed worker now, not a borrower.
+            stats.borrowed.store(false, Ordering::SeqCst);
+        }
+        let allowed = index < shared.sleep.target() || borrowed;
         if allowed {
             if let Some(job) = shared.queue.pop() {
                 shared.after_pop();
@@ -155,6 +169,18 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                     stats.panicked.fetch_add(1, Ordering::Relaxed);
                 }
                 stats.completed.fetch_add(1, Ordering::Relaxed);
+                if borrowed {
+                    if last_borrow_check.elapsed() >= WORKER_CHECK_INTERVAL {
+                        last_borrow_check = Instant::now();
+                        if !shared.borrow.cpu_idle_now(false) {
+                            // Someone else waits for a CPU: give ours back (step 4).
+                            stats.borrowed.store(false, Ordering::SeqCst);
+                        }
+                    }
+                } else if !shared.queue.is_empty() {
+                    // Tasks queued while no CPU was idle: one may be idle now (step 4).
+                    shared.maybe_borrow();
+                }
                 continue;
             }
             stats.mark_idle(shared.epoch);
@@ -166,7 +192,13 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 }
                 continue;
             }
-            if spin_for_work(&shared, index) {
+            if borrowed {
+                // The queue is empty: give the CPU back without spinning on it.
+                stats.borrowed.store(false, Ordering::SeqCst);
+                if index < shared.sleep.target() {
+                    continue;
+                }
+            } else if spin_for_work(&shared, index) {
                 continue;
             }
         } else {
@@ -178,6 +210,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         shared
             .sleep
             .sleep(index, |target| shared.is_closed() || (index < target && !shared.queue.is_empty()));
+        last_borrow_check = Instant::now();
     }
     stats.mark_idle(shared.epoch);
 }
