@@ -1,0 +1,3 @@
+module github.com/cotenant/cotenant/go
+
+go 1.25
