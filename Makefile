@@ -3,14 +3,17 @@
 
 CARGO ?= cargo
 RELEASE_BIN := target/release/cotenant
+# Go: on the PATH, else where the official archive installs it.
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+GOENV := GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 
-.PHONY: test demo toolchain fmt-check clippy unit loom bench bench-pool policy-sim lab clean
+.PHONY: test demo toolchain fmt-check clippy unit loom go-test c-abi bench bench-pool policy-sim lab clean
 
-test: toolchain fmt-check clippy unit loom
+test: toolchain fmt-check clippy unit loom go-test c-abi
 
 # The headline experiment: P = 2 processes on this host, four pool kinds, a verdict (about 70 s).
 demo: toolchain
-	$(CARGO) build --release --locked -p cotenant-cli
+	$(CARGO) build --release --locked -p cotenant-cli -p cotenant-preload
 	$(RELEASE_BIN) cpus --explain
 	$(RELEASE_BIN) lab headline --out lab-results
 
@@ -36,6 +39,17 @@ unit:
 loom:
 	RUSTFLAGS="--cfg loom" $(CARGO) test --locked -p cotenant --lib --release --target-dir target/loom pool::loom_protocol
 
+# The Go package (go/): its own module, no dependencies; gofmt, vet and tests.
+go-test:
+	@[ -x "$(GO)" ] || { echo "go not found: install Go 1.25 or later (https://go.dev/dl)"; exit 1; }
+	@unformatted="$$(cd go && $(dir $(GO))gofmt -l .)"; [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }
+	cd go && $(GOENV) $(GO) vet ./...
+	cd go && $(GOENV) $(GO) test ./...
+
+# The C ABI: builds crates/cotenant-ffi, compiles examples/c against its header and runs it.
+c-abi:
+	sh crates/cotenant-ffi/test-c.sh
+
 # Benchmarks: not part of `make test` (timings on a shared 2-CPU machine are not assertions).
 bench:
 	$(CARGO) bench -p cotenant --bench refresh
@@ -51,7 +65,7 @@ policy-sim:
 
 # Every lab experiment in full (about 40 minutes on 2 CPUs); results under lab-results/.
 lab:
-	$(CARGO) build --release --locked -p cotenant-cli
+	$(CARGO) build --release --locked -p cotenant-cli -p cotenant-preload
 	$(RELEASE_BIN) lab all --out lab-results
 
 clean:

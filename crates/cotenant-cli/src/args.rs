@@ -25,12 +25,56 @@ pub enum Command {
     /// and charts (SVG and PNG) under DIR/<experiment>/. Experiments that need real cgroups
     /// (root) are skipped, saying why, where they cannot be created.
     Lab(LabArgs),
+    /// Run a command with the CPU count set for every common runtime (GOMAXPROCS,
+    /// RAYON_NUM_THREADS, OMP_NUM_THREADS, -XX:ActiveProcessorCount, ...).
+    ///
+    /// Computes the count once, sets the variables the user has not set (--force overrides),
+    /// and execs the command: same pid, its exit status and signals are passed on as they
+    /// are. The variables are listed in docs/run.md.
+    Run(RunArgs),
+    /// Print `export` lines setting the CPU count for every common runtime (for shells and
+    /// container entrypoints: `eval "$(cotenant env)"`).
+    Env(EnvArgs),
     /// Internal: one process of a lab experiment (started by `cotenant lab`).
     #[command(hide = true)]
     LabWorker(LabWorkerArgs),
     /// Internal: print what Rust std, num_cpus and cotenant believe (`lab runtimes`).
     #[command(hide = true)]
     LabProbe,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// How to round a fractional limit to a thread count (always at least 1).
+    #[arg(long, value_enum, default_value_t = RoundingArg::Floor)]
+    pub rounding: RoundingArg,
+    /// Overwrite variables the user already set.
+    #[arg(long)]
+    pub force: bool,
+    /// Also preload cotenant's shim, so that sysconf(_SC_NPROCESSORS_ONLN), get_nprocs() and
+    /// std::thread::hardware_concurrency() answer the count (C, C++, Python < 3.13). Read the
+    /// risks in docs/run.md first.
+    #[arg(long)]
+    pub preload: bool,
+    /// Print what would be set and the command, and run nothing.
+    #[arg(long)]
+    pub print: bool,
+    /// The command and its arguments (after `--`).
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct EnvArgs {
+    /// How to round a fractional limit to a thread count (always at least 1).
+    #[arg(long, value_enum, default_value_t = RoundingArg::Floor)]
+    pub rounding: RoundingArg,
+    /// Print the count even for variables already set.
+    #[arg(long)]
+    pub force: bool,
+    /// Include LD_PRELOAD with cotenant's shim (see `cotenant run --preload`).
+    #[arg(long)]
+    pub preload: bool,
 }
 
 #[derive(Debug, Args)]

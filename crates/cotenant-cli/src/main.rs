@@ -17,6 +17,10 @@ pub mod exit {
     pub const FAILURE: u8 = 1;
     /// Bad usage: unknown flag, bad value (clap's own code for usage errors).
     pub const USAGE: u8 = 2;
+    /// `cotenant run`: the command exists but could not be executed (the shells' code).
+    pub const CANNOT_EXECUTE: u8 = 126;
+    /// `cotenant run`: the command was not found (the shells' code).
+    pub const NOT_FOUND: u8 = 127;
 }
 
 fn main() -> ExitCode {
@@ -43,6 +47,8 @@ fn run() -> anyhow::Result<ExitCode> {
     match args.command {
         args::Command::Cpus(a) => cmd::cpus::run(&a),
         args::Command::Lab(a) => cmd::lab::run(&a),
+        args::Command::Run(a) => cmd::run::run(&a),
+        args::Command::Env(a) => cmd::run::env(&a),
         args::Command::LabWorker(a) => lab::worker::run(&a),
         args::Command::LabProbe => lab::runtimes::probe_main(),
     }

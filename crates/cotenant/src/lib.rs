@@ -20,6 +20,8 @@
 //! | [`metrics`] | [`Metrics`]: a pool's counters, Display and Prometheus text |
 //! | [`procfs`] | pure parsers for the `/proc` and cgroup-fs formats (no I/O) |
 
+#[cfg(not(loom))]
+pub mod advisor;
 pub mod cpus;
 mod kfile;
 pub mod metrics;

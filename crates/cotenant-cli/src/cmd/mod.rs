@@ -2,3 +2,4 @@
 
 pub mod cpus;
 pub mod lab;
+pub mod run;

@@ -6,6 +6,10 @@
 //! directory and built there on first use (Go, Java, C++) or run by its interpreter (Python,
 //! Node). Rust std, num_cpus and cotenant are probed by this binary's hidden `lab-probe` mode.
 //! A missing toolchain fills its column with "not installed"; it is not an error.
+//!
+//! A second table runs the same probes through `cotenant run` (issue 5), and the C, C++ and
+//! Python ones through `cotenant run --preload`, to show which runtimes the environment
+//! variables (or the shim) correct.
 
 use std::fmt::Write as _;
 use std::os::unix::process::CommandExt as _;
@@ -19,7 +23,16 @@ use super::cgroup::{Cgroup, Layout, LAB_PREFIX};
 use super::Outcome;
 
 /// The runtimes in table order (cotenant first).
-pub const RUNTIMES: [&str; 8] = ["cotenant", "Go", "Java", "Python", "Node", "C++", "Rust std", "num_cpus"];
+pub const RUNTIMES: [&str; 11] =
+    ["cotenant", "Go", "Java", "Python", "Node", "C++", "OpenMP", "Rust std", "rayon", "tokio", "num_cpus"];
+
+/// The columns of the "via `cotenant run`" table: runtimes that read a variable it sets, and
+/// (with `--preload`) those that read only the C library.
+pub const VIA_RUN: [&str; 7] =
+    ["Go", "Java", "OpenMP", "rayon", "tokio", "Python --preload", "C++ --preload"];
+
+/// The prefix of a "via `cotenant run`" cell's runtime name.
+const RUN_PREFIX: &str = "run: ";
 
 /// One scenario: a quota on the probe's cgroup, a quota on its parent only, a cpuset or an
 /// affinity mask.
@@ -87,14 +100,26 @@ pub fn parse_count(text: &str) -> Result<u32, String> {
         .map_err(|_| format!("printed {:?}, not a CPU count", t.chars().take(40).collect::<String>()))
 }
 
-/// `lab-probe`: prints `{"rust_std": N, "num_cpus": N, "cotenant": N}`.
+/// `lab-probe`: prints `{"rust_std": N, "num_cpus": N, "rayon": N, "tokio": N, "cotenant": N}`:
+/// the real crates' answers (rayon's global pool, a tokio multi-thread runtime's workers).
 pub fn probe_main() -> anyhow::Result<ExitCode> {
     let rust_std = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     let cotenant =
         cotenant::cpus::detect().context("cotenant::cpus::detect")?.threads(cotenant::Rounding::Floor);
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .build()
+        .context("starting a tokio runtime")?
+        .metrics()
+        .num_workers();
     println!(
         "{}",
-        serde_json::json!({"rust_std": rust_std, "num_cpus": num_cpus::get(), "cotenant": cotenant})
+        serde_json::json!({
+            "rust_std": rust_std,
+            "num_cpus": num_cpus::get(),
+            "rayon": rayon::current_num_threads(),
+            "tokio": tokio,
+            "cotenant": cotenant,
+        })
     );
     Ok(ExitCode::from(crate::exit::OK))
 }
@@ -126,6 +151,7 @@ fn prepare(dir: &Path) -> anyhow::Result<Vec<Probe>> {
         ("probe.py", include_str!("../../lab-probes/probe.py")),
         ("probe.js", include_str!("../../lab-probes/probe.js")),
         ("probe.cpp", include_str!("../../lab-probes/probe.cpp")),
+        ("probe-omp.c", include_str!("../../lab-probes/probe-omp.c")),
     ];
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for (name, text) in sources {
@@ -160,6 +186,11 @@ fn prepare(dir: &Path) -> anyhow::Result<Vec<Probe>> {
         "c++",
     )
     .map(|_| (dir.join("probe-cpp"), vec![]));
+    let openmp = run_tool(
+        Command::new("cc").args(["-O1", "-fopenmp", "-o", "probe-omp", "probe-omp.c"]).current_dir(dir),
+        "cc -fopenmp",
+    )
+    .map(|_| (dir.join("probe-omp"), vec![]));
     let interpreted = |program: &str, file: &str| -> Result<(PathBuf, Vec<String>), String> {
         run_tool(Command::new(program).arg("--version"), program)
             .map(|_| (PathBuf::from(program), vec![dir.join(file).display().to_string()]))
@@ -170,6 +201,7 @@ fn prepare(dir: &Path) -> anyhow::Result<Vec<Probe>> {
         Probe { runtime: "Python", command: interpreted("python3", "probe.py") },
         Probe { runtime: "Node", command: interpreted("node", "probe.js") },
         Probe { runtime: "C++", command: cpp },
+        Probe { runtime: "OpenMP", command: openmp },
     ])
 }
 
@@ -264,14 +296,15 @@ pub struct Cell {
     pub correct: u32,
 }
 
-/// The Markdown table: the correct value first, wrong values in bold with a cross.
-pub fn table(cells: &[Cell]) -> String {
+/// The Markdown table of `columns` (cells whose runtime is not a column are left out): the
+/// correct value first, wrong values in bold with a cross.
+pub fn table(cells: &[Cell], columns: &[&str]) -> String {
     let mut out = String::from("| scenario | correct |");
-    for r in RUNTIMES {
-        let _ = write!(out, " {r} |");
+    for r in columns {
+        let _ = write!(out, " {} |", r.strip_prefix(RUN_PREFIX).unwrap_or(r));
     }
     out.push_str("\n|---|---:|");
-    out.push_str(&"---:|".repeat(RUNTIMES.len()));
+    out.push_str(&"---:|".repeat(columns.len()));
     out.push('\n');
     let mut scenarios: Vec<&str> = Vec::new();
     for c in cells {
@@ -283,8 +316,8 @@ pub fn table(cells: &[Cell]) -> String {
         let row: Vec<&Cell> = cells.iter().filter(|c| c.scenario == s).collect();
         let correct = row.first().map_or(0, |c| c.correct);
         let _ = write!(out, "| {s} | {correct} |");
-        for r in RUNTIMES {
-            let text = match row.iter().find(|c| c.runtime == r).map(|c| &c.value) {
+        for r in columns {
+            let text = match row.iter().find(|c| c.runtime == *r).map(|c| &c.value) {
                 Some(Ok(v)) if *v == correct => v.to_string(),
                 Some(Ok(v)) => format!("**{v}** ✗"),
                 Some(Err(why)) => why.clone(),
@@ -297,10 +330,10 @@ pub fn table(cells: &[Cell]) -> String {
     out
 }
 
-/// "cotenant correct in 8 of 8 scenarios; Go 5 of 8; ..." (runtimes without a number are
-/// counted as "not run").
-pub fn verdict(cells: &[Cell]) -> String {
-    RUNTIMES
+/// "cotenant correct in 8 of 8 scenarios; Go 5 of 8; ..." for `columns` (runtimes without
+/// a number are counted as "not run").
+pub fn verdict(cells: &[Cell], columns: &[&str]) -> String {
+    columns
         .iter()
         .map(|r| {
             let mine: Vec<&Cell> = cells.iter().filter(|c| c.runtime == *r).collect();
@@ -359,6 +392,8 @@ pub fn run(args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
         add("cotenant", field("cotenant"));
         add("Rust std", field("rust_std"));
         add("num_cpus", field("num_cpus"));
+        add("rayon", field("rayon"));
+        add("tokio", field("tokio"));
         for probe in &probes {
             let value = match &probe.command {
                 Ok((program, pargs)) => run_bounded(command_in(cgroup.as_ref(), program, pargs, pin))
@@ -367,6 +402,45 @@ pub fn run(args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
                 Err(why) => Err(why.clone()),
             };
             add(probe.runtime, value);
+        }
+        // The same probes started by `cotenant run` (and `--preload` for the C library readers).
+        let via_run = |preload: bool, program: &Path, pargs: &[String]| -> Vec<String> {
+            let mut args = vec!["run".to_owned()];
+            if preload {
+                args.push("--preload".into());
+            }
+            args.push("--".into());
+            args.push(program.display().to_string());
+            args.extend(pargs.iter().cloned());
+            args
+        };
+        let native_run =
+            run_bounded(command_in(cgroup.as_ref(), &exe, &via_run(false, &exe, &["lab-probe".into()]), pin))
+                .and_then(|out| {
+                    serde_json::from_str::<serde_json::Value>(out.trim())
+                        .map_err(|e| format!("bad JSON: {e}"))
+                });
+        for key in ["rayon", "tokio"] {
+            let value = native_run
+                .clone()
+                .and_then(|v| v[key].as_u64().map(|n| n as u32).ok_or_else(|| format!("no {key}")));
+            add(&format!("{RUN_PREFIX}{key}"), value);
+        }
+        for probe in &probes {
+            let (column, preload) = match probe.runtime {
+                "Go" | "Java" | "OpenMP" => (probe.runtime.to_owned(), false),
+                "Python" | "C++" => (format!("{} --preload", probe.runtime), true),
+                _ => continue,
+            };
+            let value = match &probe.command {
+                Ok((program, pargs)) => {
+                    run_bounded(command_in(cgroup.as_ref(), &exe, &via_run(preload, program, pargs), pin))
+                        .and_then(|out| parse_count(&out))
+                        .map_err(|e| format!("{column} via cotenant run in {}: {e}", scenario.name()))
+                }
+                Err(why) => Err(why.clone()),
+            };
+            add(&format!("{RUN_PREFIX}{column}"), value);
         }
     }
     let mut outcome = Outcome::default();
@@ -383,13 +457,20 @@ pub fn run(args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
     let mut report = format!(
         "The thread count each runtime would use by default, in each scenario, on this host's {cpus} CPUs. \
          Correct: the limit rounded down, at least 1. Wrong values are in bold.\n\n{}",
-        table(&cells)
+        table(&cells, &RUNTIMES)
+    );
+    let via_run: Vec<String> = VIA_RUN.iter().map(|c| format!("{RUN_PREFIX}{c}")).collect();
+    let via_run: Vec<&str> = via_run.iter().map(String::as_str).collect();
+    let _ = write!(
+        report,
+        "\nThe same probes started by `cotenant run` (the C library readers with `--preload`):\n\n{}",
+        table(&cells, &via_run)
     );
     if !skipped.is_empty() {
         let _ = write!(report, "\nSkipped: {}.\n", skipped.join(", "));
     }
     outcome.report = report;
-    outcome.verdicts = vec![verdict(&cells)];
+    outcome.verdicts = vec![verdict(&cells, &RUNTIMES), verdict(&cells, &via_run)];
     outcome.summary =
         serde_json::Value::Array(outcome.rows.iter().cloned().map(serde_json::Value::Object).collect());
     Ok(outcome)
@@ -427,9 +508,12 @@ mod tests {
             correct: 1,
         };
         let cells = [cell("cotenant", Ok(1)), cell("Go", Ok(2)), cell("Java", Err("not installed".into()))];
-        let t = table(&cells);
+        let t = table(&cells, &RUNTIMES);
         assert!(t.contains("| quota 0.5 | 1 | 1 | **2** ✗ | not installed | - |"), "{t}");
-        let v = verdict(&cells);
+        let run = [Cell { runtime: "run: Go".into(), ..cell("", Ok(1)) }];
+        let t = table(&run, &["run: Go"]);
+        assert!(t.contains("| scenario | correct | Go |") && t.contains("| quota 0.5 | 1 | 1 |"), "{t}");
+        let v = verdict(&cells, &RUNTIMES);
         assert!(
             v.starts_with(
                 "cotenant correct in 1 of 1 scenarios; Go correct in 0 of 1 scenarios; Java not run"
