@@ -43,8 +43,9 @@ pub enum Command {
     LabProbe,
 }
 
+/// What `run` and `env` share: how the count is computed and which variables get it.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub struct CountArgs {
     /// How to round a fractional limit to a thread count (always at least 1).
     #[arg(long, value_enum, default_value_t = RoundingArg::Floor)]
     pub rounding: RoundingArg,
@@ -56,6 +57,12 @@ pub struct RunArgs {
     /// risks in docs/run.md first.
     #[arg(long)]
     pub preload: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub count: CountArgs,
     /// Print what would be set and the command, and run nothing.
     #[arg(long)]
     pub print: bool,
@@ -66,15 +73,8 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct EnvArgs {
-    /// How to round a fractional limit to a thread count (always at least 1).
-    #[arg(long, value_enum, default_value_t = RoundingArg::Floor)]
-    pub rounding: RoundingArg,
-    /// Print the count even for variables already set.
-    #[arg(long)]
-    pub force: bool,
-    /// Include LD_PRELOAD with cotenant's shim (see `cotenant run --preload`).
-    #[arg(long)]
-    pub preload: bool,
+    #[command(flatten)]
+    pub count: CountArgs,
 }
 
 #[derive(Debug, Args)]

@@ -38,12 +38,8 @@ use crate::pool::{MAX_PERIOD, MIN_PERIOD};
 use crate::procfs::schedstat::{self, TaskSchedstat};
 use crate::sampler::{read_at_zero, HostCounters, HostDelta, HostSampler, SampleError};
 
-/// How long to wait before building the sampler again after it failed to build (the pool's
-/// controller waits as long).
-const SAMPLER_RETRY: Duration = Duration::from_secs(1);
-/// Consecutive failed readings after which the sampler is rebuilt: the process may have moved
-/// to another cgroup, which opened files do not follow.
-const SAMPLER_REBUILD_AFTER: u32 = 100;
+// The pool's controller's retry rules, shared so the two cannot drift.
+use crate::pool::control::{SAMPLER_REBUILD_AFTER, SAMPLER_RETRY};
 /// Where the process's threads are listed.
 const TASK_DIR: &str = "/proc/self/task";
 
@@ -301,21 +297,13 @@ fn sample_between(threads: u32, before: &Reading, now: &Reading, queued: Option<
         // No scheduler statistics: the process clock, and nothing counts as waiting.
         _ => (delta.self_ns, None),
     };
-    Some(Sample {
-        elapsed_ns: delta.elapsed_ns,
+    Some(delta.sample(
         threads,
-        cpus: delta.cpus,
-        quota_cpus: delta.quota_cpus,
-        self_ns: delta.self_ns,
-        busy_ns: delta.busy_ns,
-        idle_ns: delta.idle_ns,
-        procs_running: delta.procs_running,
-        throttled_ns: delta.throttled_ns,
-        workers_busy_ns: cpu_ns.saturating_add(runq_wait_ns.unwrap_or(0)),
-        workers_cpu_ns: Some(cpu_ns),
-        workers_runq_wait_ns: runq_wait_ns,
-        queued: queued.unwrap_or(0),
-    })
+        cpu_ns.saturating_add(runq_wait_ns.unwrap_or(0)),
+        Some(cpu_ns),
+        runq_wait_ns,
+        queued.unwrap_or(0),
+    ))
 }
 
 /// CPU time and run-queue wait of the threads in `now`, since `before` (pure; both sorted by

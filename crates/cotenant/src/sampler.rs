@@ -232,6 +232,37 @@ impl HostDelta {
     }
 }
 
+impl HostDelta {
+    /// The policy sample of a period: these host numbers plus the workers' own counters over
+    /// the same period (busy wall time, CPU time and run-queue wait, when known) and the queue
+    /// length at its end. The one place a `Sample` is assembled from readings (the pool's
+    /// controller and the advisor both call it).
+    pub fn sample(
+        &self,
+        threads: u32,
+        workers_busy_ns: u64,
+        workers_cpu_ns: Option<u64>,
+        workers_runq_wait_ns: Option<u64>,
+        queued: u32,
+    ) -> crate::policy::Sample {
+        crate::policy::Sample {
+            elapsed_ns: self.elapsed_ns,
+            threads,
+            cpus: self.cpus,
+            quota_cpus: self.quota_cpus,
+            self_ns: self.self_ns,
+            busy_ns: self.busy_ns,
+            idle_ns: self.idle_ns,
+            procs_running: self.procs_running,
+            throttled_ns: self.throttled_ns,
+            workers_busy_ns,
+            workers_cpu_ns,
+            workers_runq_wait_ns,
+            queued,
+        }
+    }
+}
+
 /// This process's CPU time in nanoseconds.
 pub fn process_cpu_ns() -> Result<u64, SampleError> {
     clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)

@@ -17,7 +17,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::Context as _;
 
-use crate::args::{EnvArgs, RunArgs};
+use crate::args::{CountArgs, EnvArgs, RunArgs};
 use crate::exit;
 
 /// Overrides where `--preload` looks for the shim.
@@ -179,15 +179,15 @@ fn count(rounding: crate::args::RoundingArg) -> anyhow::Result<u32> {
     Ok(budget.threads(rounding.into()))
 }
 
-fn settings(rounding: crate::args::RoundingArg, force: bool, preload: bool) -> anyhow::Result<Vec<Setting>> {
-    let n = count(rounding)?;
-    let lib = if preload {
+fn settings(args: &CountArgs) -> anyhow::Result<Vec<Setting>> {
+    let n = count(args.rounding)?;
+    let lib = if args.preload {
         let exe = std::env::current_exe().context("--preload: locating the cotenant executable")?;
         Some(find_preload_lib(&exe, std::env::var_os(PRELOAD_LIB_VAR))?)
     } else {
         None
     };
-    Ok(plan(n, |name| std::env::var_os(name), force, lib.as_deref()))
+    Ok(plan(n, |name| std::env::var_os(name), args.force, lib.as_deref()))
 }
 
 /// Quotes `value` for a POSIX shell (single quotes; a `'` becomes `'\''`).
@@ -201,7 +201,7 @@ pub fn shell_quote(value: &OsStr) -> String {
 
 /// `cotenant run`.
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let settings = settings(args.rounding, args.force, args.preload)?;
+    let settings = settings(&args.count)?;
     let (program, rest) =
         args.command.split_first().context("no command given (usage: cotenant run -- CMD ARGS...)")?;
     if args.print {
@@ -232,7 +232,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
 
 /// `cotenant env`.
 pub fn env(args: &EnvArgs) -> anyhow::Result<ExitCode> {
-    let settings = settings(args.rounding, args.force, args.preload)?;
+    let settings = settings(&args.count)?;
     let mut out = std::io::stdout().lock();
     for s in &settings {
         writeln!(out, "export {}={}", s.name, shell_quote(s.value()))?;

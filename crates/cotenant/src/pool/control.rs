@@ -21,7 +21,7 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use super::Shared;
-use crate::policy::{fallback_target, Policy, PolicyState, Sample};
+use crate::policy::{fallback_target, Policy, PolicyState};
 use crate::sampler::{clock_ns, read_at_zero, HostCounters, HostDelta, HostSampler};
 
 /// The control thread's name (visible in `top -H`, and to the benchmark that measures its cost).
@@ -183,10 +183,10 @@ impl Drop for RunningGuard {
 static REGISTERED: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
 
 /// How long to wait before building the sampler again after it failed to build.
-const SAMPLER_RETRY: Duration = Duration::from_secs(1);
+pub(crate) const SAMPLER_RETRY: Duration = Duration::from_secs(1);
 /// Consecutive failed readings after which the sampler is rebuilt (the process may have moved
 /// to another cgroup, which a sampler's opened files do not follow).
-const SAMPLER_REBUILD_AFTER: u32 = 100;
+pub(crate) const SAMPLER_REBUILD_AFTER: u32 = 100;
 
 fn control_loop() {
     let _running = RunningGuard;
@@ -329,24 +329,13 @@ fn tick(
     let Some(last) = entry.last.replace(snapshot) else { return };
     let current = entry.last.as_ref().expect("just stored");
     let Some(delta) = HostDelta::between(&last.host, &current.host) else { return };
-    let sample = Sample {
-        elapsed_ns: delta.elapsed_ns,
-        threads: entry.threads,
-        cpus: delta.cpus,
-        quota_cpus: delta.quota_cpus,
-        self_ns: delta.self_ns,
-        busy_ns: delta.busy_ns,
-        idle_ns: delta.idle_ns,
-        procs_running: delta.procs_running,
-        throttled_ns: delta.throttled_ns,
-        workers_busy_ns: current.workers_busy_ns.saturating_sub(last.workers_busy_ns),
-        workers_cpu_ns: current.workers_cpu_ns.zip(last.workers_cpu_ns).map(|(b, a)| b.saturating_sub(a)),
-        workers_runq_wait_ns: current
-            .workers_runq_wait_ns
-            .zip(last.workers_runq_wait_ns)
-            .map(|(b, a)| b.saturating_sub(a)),
-        queued: u32::try_from(pool.queued()).unwrap_or(u32::MAX),
-    };
+    let sample = delta.sample(
+        entry.threads,
+        current.workers_busy_ns.saturating_sub(last.workers_busy_ns),
+        current.workers_cpu_ns.zip(last.workers_cpu_ns).map(|(b, a)| b.saturating_sub(a)),
+        current.workers_runq_wait_ns.zip(last.workers_runq_wait_ns).map(|(b, a)| b.saturating_sub(a)),
+        u32::try_from(pool.queued()).unwrap_or(u32::MAX),
+    );
     entry.last_cap = Some(sample.cap());
     let before = entry.state.target;
     let decision = entry.policy.decide(&sample, &mut entry.state);
