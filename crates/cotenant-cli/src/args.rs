@@ -110,6 +110,19 @@ pub struct LabArgs {
     /// Service time of one work item, in milliseconds.
     #[arg(long, default_value_t = 5.0, value_parser = parse_positive)]
     pub service_ms: f64,
+    /// How `go-neighbours`' Go services run their items.
+    #[arg(long, value_enum, default_value_t = GoItems::Limited)]
+    pub go_items: GoItems,
+}
+
+/// How the Go worker runs its items (`go-neighbours`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GoItems {
+    /// At most GOMAXPROCS items at once, in arrival order: a worker pool sized by GOMAXPROCS.
+    Limited,
+    /// One goroutine per item as it arrives, time-sliced by the Go scheduler.
+    PerItem,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -130,6 +143,8 @@ pub enum Experiment {
     Fairness,
     /// What Go, Java, Python, Node, C++, Rust and cotenant believe about their CPUs (Table 2).
     Runtimes,
+    /// `neighbours` with Go services: default GOMAXPROCS against the cotenant Go controller.
+    GoNeighbours,
     /// What `make demo` runs: a quick `neighbours` at P = 2 with a short verdict.
     Headline,
     /// Every experiment above, one after another.
@@ -150,6 +165,7 @@ impl Experiment {
             Experiment::Burst => "burst",
             Experiment::Fairness => "fairness",
             Experiment::Runtimes => "runtimes",
+            Experiment::GoNeighbours => "go-neighbours",
             Experiment::Headline => "headline",
             Experiment::All => "all",
             Experiment::Clean => "clean",
@@ -180,6 +196,20 @@ pub enum PoolKind {
     Adaptive,
     /// fixed(--fixed-threads): a pool sized by hand (the quota and overcommit experiments).
     Fixed,
+    // The Go worker's kinds (`go-neighbours`): not pools of `lab-worker`, so not on its
+    // command line.
+    /// Go's default GOMAXPROCS.
+    #[value(skip)]
+    #[serde(rename = "go-default")]
+    GoDefault,
+    /// GOMAXPROCS = max(1, CPUs / P), set once: Go's "optimal".
+    #[value(skip)]
+    #[serde(rename = "go-optimal")]
+    GoOptimal,
+    /// GOMAXPROCS steered by the cotenant Go controller (`go/`).
+    #[value(skip)]
+    #[serde(rename = "go-cotenant")]
+    GoCotenant,
 }
 
 #[derive(Debug, Args)]

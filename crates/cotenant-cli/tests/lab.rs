@@ -109,6 +109,37 @@ fn neighbours_quick_runs_every_pool_kind_in_both_settings() {
     assert_eq!(results["verdicts"].as_array().unwrap().len(), settings * 2);
 }
 
+/// Whether the lab can find a Go toolchain (where `gobuild.rs` looks).
+fn go_installed() -> bool {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("go"))
+        .chain([PathBuf::from("/usr/local/go/bin/go")])
+        .any(|p| p.is_file())
+}
+
+#[test]
+fn go_neighbours_quick_runs_the_go_service_three_ways() {
+    if !go_installed() {
+        skip("go_neighbours_quick_runs_the_go_service_three_ways", "no Go toolchain");
+        return;
+    }
+    let results = smoke("go-neighbours", &[]);
+    let rows = results["rows"].as_array().unwrap();
+    let settings = if layout().is_ok() { 2 } else { 1 };
+    assert_eq!(rows.len(), settings * 3, "settings × three Go kinds: {results}");
+    for pool in ["go default", "go CPUs/P", "go + cotenant"] {
+        assert!(rows.iter().any(|r| r["pool"] == pool), "{pool} missing: {results}");
+    }
+    for row in rows {
+        assert_eq!(row["completed_fraction"], 1.0, "every offered item ran: {row}");
+        assert_eq!(row["go_items"], "limited", "the default way to run items: {row}");
+        assert!(row["service_p99_us"].as_f64().unwrap() > 0.0);
+    }
+    let verdicts = results["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts.len(), settings);
+    assert!(verdicts[0].as_str().unwrap().contains("go + cotenant service p99"), "{verdicts:?}");
+}
+
 #[test]
 fn overcommit_and_contention_quick_sweep_the_thread_counts() {
     for experiment in ["overcommit", "contention"] {

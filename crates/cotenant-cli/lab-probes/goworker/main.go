@@ -1,10 +1,23 @@
-// The Go worker of `cotenant lab quota` (seed 000 Figure 5): the same open-loop workload as
-// the Rust lab worker (crates/cotenant-cli/src/lab/workload.rs), served by one goroutine per
-// item under Go's default GOMAXPROCS, which is the point: no pool, no GOMAXPROCS override.
+// The Go worker of `cotenant lab quota` (seed 000 Figure 5) and `cotenant lab go-neighbours`
+// (Figure 7 with Go services): the same open-loop workload as the Rust lab worker
+// (crates/cotenant-cli/src/lab/workload.rs), served by one goroutine per item, the way a Go
+// service serves requests. GOMAXPROCS is Go's default unless told otherwise:
+//
+//   - --gomaxprocs N sets it once, at start (a static split, the "optimal" of Figure 7);
+//   - --cotenant starts the cotenant controller (the go/ package of this repository), which
+//     re-decides it every clock tick.
+//
+// Items run as soon as they arrive (one goroutine each, Go's time-slicing among them), or with
+// --limit at most GOMAXPROCS at a time, in arrival order: the worker pool sized by GOMAXPROCS
+// that CPU-bound Go services are advised to use, and the Go analogue of cotenant's pool, which
+// never runs more tasks than it has running workers. Service time is measured from the moment
+// an item may run (its goroutine starts; with --limit, it gets its slot) to its end.
+//
 // It prints one JSON line in the Rust WorkerReport format.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -15,6 +28,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	cotenant "github.com/cotenant/cotenant/go"
 )
 
 const chunkFib = 20
@@ -92,6 +107,82 @@ func percentile(sorted []int64, q float64) float64 {
 	return float64(sorted[rank]) / 1000.0
 }
 
+// item runs one work item of `chunks` chunks.
+func item(chunks int) uint64 {
+	var acc uint64
+	for c := 0; c < chunks; c++ {
+		acc += fib(chunkFib)
+	}
+	return acc
+}
+
+// calibrate returns the time of one chunk and the chunks of a serviceMs item. First the
+// median of 31 chunks after 20 warm-ups, as the Rust worker does; then, because a chunk timed
+// alone is a noisy guide to Go's cost per chunk inside an item (it came out 10 to 35 % low on
+// the lab's VM), the median of 5 whole items in a goroutine, and the count corrected by it.
+func calibrate(serviceMs float64) (chunkNs float64, chunks int) {
+	for i := 0; i < 20; i++ {
+		sink += fib(chunkFib)
+	}
+	times := make([]float64, 31)
+	for i := range times {
+		start := time.Now()
+		sink += fib(chunkFib)
+		times[i] = float64(time.Since(start).Nanoseconds())
+	}
+	sort.Float64s(times)
+	chunkNs = math.Max(times[len(times)/2], 1)
+	target := serviceMs * 1e6
+	chunks = int(math.Max(1, math.Round(target/chunkNs)))
+	items := make([]float64, 5)
+	done := make(chan struct{})
+	go func() {
+		for i := range items {
+			start := time.Now()
+			sink += item(chunks)
+			items[i] = float64(time.Since(start).Nanoseconds())
+		}
+		close(done)
+	}()
+	<-done
+	sort.Float64s(items)
+	chunkNs = math.Max(items[len(items)/2]/float64(chunks), 1)
+	return chunkNs, int(math.Max(1, math.Round(target/chunkNs)))
+}
+
+// limiter lets at most GOMAXPROCS items run at once, first come first served (sync.Cond
+// wakes its waiters in the order they waited).
+type limiter struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	running int
+}
+
+func newLimiter() *limiter {
+	l := &limiter{}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+func (l *limiter) acquire() {
+	l.mu.Lock()
+	for l.running >= runtime.GOMAXPROCS(0) {
+		l.cond.Wait()
+	}
+	l.running++
+	l.mu.Unlock()
+}
+
+func (l *limiter) release() {
+	l.mu.Lock()
+	l.running--
+	l.mu.Unlock()
+	l.cond.Signal()
+}
+
+// changed wakes every waiter after GOMAXPROCS grew.
+func (l *limiter) changed() { l.cond.Broadcast() }
+
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "goworker: "+format+"\n", args...)
 	os.Exit(2)
@@ -107,7 +198,19 @@ func main() {
 	startAtNs := flag.Int64("start-at-ns", 0, "CLOCK_REALTIME start instant (ns since the epoch)")
 	parent := flag.Int("parent", 0, "the lab's pid")
 	fairCpus := flag.Float64("fair-cpus", 0, "the CPUs the load is a fraction of")
+	gomaxprocs := flag.Int("gomaxprocs", 0, "set GOMAXPROCS to this at start (0: Go's default)")
+	withCotenant := flag.Bool("cotenant", false, "steer GOMAXPROCS with the cotenant controller")
+	limit := flag.Bool("limit", false, "run at most GOMAXPROCS items at once, in arrival order")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		fail("unexpected argument %q", flag.Arg(0))
+	}
+	if *gomaxprocs < 0 {
+		fail("--gomaxprocs must be at least 0, got %d", *gomaxprocs)
+	}
+	if *gomaxprocs > 0 && *withCotenant {
+		fail("--gomaxprocs and --cotenant exclude each other")
+	}
 	if *processes < 1 {
 		fail("--processes must be at least 1, got %d", *processes)
 	}
@@ -132,19 +235,28 @@ func main() {
 		fail("the lab (pid %d) is gone; not starting", *parent)
 	}
 
-	// Calibrate: median of 31 chunks after 20 warm-ups.
-	for i := 0; i < 20; i++ {
-		sink += fib(chunkFib)
+	if *gomaxprocs > 0 {
+		runtime.GOMAXPROCS(*gomaxprocs)
 	}
-	times := make([]float64, 31)
-	for i := range times {
-		start := time.Now()
-		sink += fib(chunkFib)
-		times[i] = float64(time.Since(start).Nanoseconds())
+	slots := newLimiter()
+	var controller *cotenant.Controller
+	if *withCotenant {
+		opts := cotenant.Options{}
+		if *limit {
+			opts.OnDecision = func(e cotenant.Event) {
+				if e.GOMAXPROCS > e.Before {
+					slots.changed()
+				}
+			}
+		}
+		c, err := cotenant.Start(context.Background(), opts)
+		if err != nil {
+			fail("%v", err)
+		}
+		controller = c
 	}
-	sort.Float64s(times)
-	chunkNs := math.Max(times[len(times)/2], 1)
-	chunks := int(math.Max(1, math.Round(*serviceMs*1e6/chunkNs)))
+
+	chunkNs, chunks := calibrate(*serviceMs)
 
 	rate := *load * *fairCpus / (*serviceMs / 1000.0)
 	duration := time.Duration(*durationMs) * time.Millisecond
@@ -160,11 +272,12 @@ func main() {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			began := time.Since(start).Nanoseconds()
-			var acc uint64
-			for c := 0; c < chunks; c++ {
-				acc += fib(chunkFib)
+			if *limit {
+				slots.acquire()
+				defer slots.release()
 			}
+			began := time.Since(start).Nanoseconds()
+			acc := item(chunks)
 			started[i] = began
 			ended[i] = time.Since(start).Nanoseconds()
 			if acc == 42 {
@@ -173,6 +286,15 @@ func main() {
 		}(i)
 	}
 	wg.Wait()
+	// What the run used: the most GOMAXPROCS could be, where it ended, and how many decisions
+	// the controller took (0 without one).
+	procs := runtime.GOMAXPROCS(0)
+	threads, finalTarget, decisions := procs, procs, uint64(0)
+	if controller != nil {
+		st := controller.Stats()
+		threads, finalTarget, decisions = st.Threads, st.GOMAXPROCS, st.Decisions
+		controller.Stop()
+	}
 
 	service := make([]int64, 0, len(plan))
 	e2e := make([]int64, 0, len(plan))
@@ -187,13 +309,12 @@ func main() {
 	sort.Slice(service, func(a, b int) bool { return service[a] < service[b] })
 	sort.Slice(e2e, func(a, b int) bool { return e2e[a] < e2e[b] })
 	span := math.Max(float64(duration.Nanoseconds()), float64(lastEnd)) / 1e9
-	procs := runtime.GOMAXPROCS(0)
 	report := map[string]any{
 		"pid":          os.Getpid(),
 		"rate_per_s":   rate,
-		"threads":      procs,
-		"final_target": procs,
-		"decisions":    0,
+		"threads":      threads,
+		"final_target": finalTarget,
+		"decisions":    decisions,
 		"chunks":       chunks,
 		"chunk_ns":     chunkNs,
 		"summary": map[string]any{

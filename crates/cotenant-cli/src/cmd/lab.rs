@@ -12,13 +12,14 @@ use crate::args::{Experiment, LabArgs};
 use crate::lab::{self, Lab, Outcome};
 
 /// The experiments `all` runs, in order.
-const ALL: [Experiment; 8] = [
+const ALL: [Experiment; 9] = [
     Experiment::Runtimes,
     Experiment::Overcommit,
     Experiment::Contention,
     Experiment::Quota,
     Experiment::Neighbours,
     Experiment::Factor,
+    Experiment::GoNeighbours,
     Experiment::Burst,
     Experiment::Fairness,
 ];
@@ -56,6 +57,7 @@ fn run_one(experiment: Experiment, lab: &Lab, args: &LabArgs) -> anyhow::Result<
             neighbours::run_plan(lab, args, &neighbours::Plan::neighbours(lab, args), "neighbours")
         }
         Experiment::Factor => neighbours::run_plan(lab, args, &neighbours::Plan::factor(lab, args), "factor"),
+        Experiment::GoNeighbours => neighbours::run_go(lab, args),
         Experiment::Headline => {
             neighbours::run_plan(lab, args, &neighbours::Plan::headline(lab, args), "headline")
         }

@@ -6,18 +6,23 @@
 //! The children are real processes (`cotenant lab-worker`) that start their schedules at one
 //! common instant. Each run's rows are aggregated by the pure functions at the bottom, which
 //! are unit-tested on recorded rows. `headline` (what `make demo` runs) and `factor` (Figure 8)
-//! are configurations of this experiment.
+//! are configurations of this experiment, and so is `go-neighbours`, whose processes are the Go
+//! worker (`gobuild.rs`) under Go's default GOMAXPROCS, a static split, or the cotenant Go
+//! controller.
 
 use std::fmt::Write as _;
 
 use anyhow::Context as _;
 use serde::Serialize;
 
+use std::time::Duration;
+
 use super::cgroup::{Cgroup, Layout};
+use super::gobuild::{go_worker, GoWorker};
 use super::runner::{run_workers, WorkerSpec};
 use super::worker::WorkerReport;
 use super::{Chart, Lab, Outcome, Series};
-use crate::args::{LabArgs, PoolKind};
+use crate::args::{GoItems, LabArgs, PoolKind};
 
 /// Every pool kind, in table order.
 pub const KINDS: [PoolKind; 4] = [PoolKind::Ignorant, PoolKind::Optimal, PoolKind::Share, PoolKind::Adaptive];
@@ -61,10 +66,44 @@ pub struct RunConfig {
     pub duration_ms: u64,
     /// Which repeat this is (also the seed).
     pub repeat: u32,
+    /// How the Go kinds run their items.
+    pub go_items: GoItems,
 }
 
-/// Runs `config.processes` workers at once and returns their reports.
-pub fn run_once(config: &RunConfig, layout: Option<&Layout>) -> anyhow::Result<Vec<WorkerReport>> {
+/// The Go worker's arguments for `config` on a host of `cpus` CPUs.
+fn go_worker_args(config: &RunConfig, cpus: u32) -> Vec<String> {
+    let processes = config.processes.max(1);
+    let mut args: Vec<String> = vec![
+        "--processes".into(),
+        processes.to_string(),
+        "--fair-cpus".into(),
+        (f64::from(cpus) / f64::from(processes)).to_string(),
+        "--load".into(),
+        config.load.to_string(),
+        "--service-ms".into(),
+        config.service_ms.to_string(),
+        "--duration-ms".into(),
+        config.duration_ms.to_string(),
+        "--seed".into(),
+        config.repeat.to_string(),
+    ];
+    if config.go_items == GoItems::Limited {
+        args.push("--limit".into());
+    }
+    match config.kind {
+        PoolKind::GoOptimal => args.extend(["--gomaxprocs".into(), (cpus / processes).max(1).to_string()]),
+        PoolKind::GoCotenant => args.push("--cotenant".into()),
+        _ => {}
+    }
+    args
+}
+
+fn is_go(kind: PoolKind) -> bool {
+    matches!(kind, PoolKind::GoDefault | PoolKind::GoOptimal | PoolKind::GoCotenant)
+}
+
+/// Runs `config.processes` workers at once on a host of `cpus` CPUs and returns their reports.
+pub fn run_once(config: &RunConfig, cpus: u32, layout: Option<&Layout>) -> anyhow::Result<Vec<WorkerReport>> {
     let args = vec![
         "--pool".to_owned(),
         kind_name(config.kind).to_owned(),
@@ -98,8 +137,28 @@ pub fn run_once(config: &RunConfig, layout: Option<&Layout>) -> anyhow::Result<V
     } else if config.setting == Setting::PerProcess {
         anyhow::bail!("one cgroup per process needs real cgroups");
     }
+    let go = if is_go(config.kind) {
+        match go_worker() {
+            GoWorker::Ready(path) => Some(path),
+            GoWorker::NotInstalled => anyhow::bail!("the Go kinds need a Go toolchain; none is installed"),
+            GoWorker::BuildFailed(why) => anyhow::bail!("building the Go worker failed: {why}"),
+        }
+    } else {
+        None
+    };
     let specs = (0..config.processes as usize)
-        .map(|i| WorkerSpec::lab_worker(args.clone(), cgroups.get(i).or(cgroups.first())))
+        .map(|i| {
+            let cgroup = cgroups.get(i).or(cgroups.first());
+            match &go {
+                Some(program) => Ok(WorkerSpec {
+                    program: program.clone(),
+                    args: go_worker_args(config, cpus),
+                    cgroup,
+                    start_offset: Duration::ZERO,
+                }),
+                None => WorkerSpec::lab_worker(args.clone(), cgroup),
+            }
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     run_workers(&specs)
 }
@@ -111,6 +170,9 @@ pub fn kind_name(kind: PoolKind) -> &'static str {
         PoolKind::Share => "share",
         PoolKind::Adaptive => "adaptive",
         PoolKind::Fixed => "fixed",
+        PoolKind::GoDefault => "go default",
+        PoolKind::GoOptimal => "go CPUs/P",
+        PoolKind::GoCotenant => "go + cotenant",
     }
 }
 
@@ -278,6 +340,40 @@ pub fn verdict(aggregates: &[Aggregate], setting: Setting, load: f64, processes:
     Some(line)
 }
 
+/// The verdict line of `go-neighbours` for one setting, load and P: the cotenant controller
+/// against Go's default GOMAXPROCS (and the static split, when it ran), from the medians.
+pub fn go_verdict(aggregates: &[Aggregate], setting: Setting, load: f64, processes: u32) -> Option<String> {
+    let find = |kind| {
+        aggregates.iter().find(|a| {
+            a.key.setting == setting
+                && a.key.load == load
+                && a.key.processes == processes
+                && a.key.kind == kind
+        })
+    };
+    let (controlled, default) = (find(PoolKind::GoCotenant)?, find(PoolKind::GoDefault)?);
+    let mut line = format!(
+        "{}, load {:.0}%, P={processes}: go + cotenant service p99 {:.2}x go default's",
+        setting.name(),
+        load * 100.0,
+        ratio(controlled.median.service_p99_us, default.median.service_p99_us)
+    );
+    if let Some(split) = find(PoolKind::GoOptimal) {
+        let _ = write!(
+            line,
+            " and {:.2}x go CPUs/P's",
+            ratio(controlled.median.service_p99_us, split.median.service_p99_us)
+        );
+    }
+    let _ = write!(
+        line,
+        "; end-to-end p99 {:.2}x default's; throughput {:.2}x default's",
+        ratio(controlled.median.e2e_p99_us, default.median.e2e_p99_us),
+        ratio(controlled.median.throughput_per_s, default.median.throughput_per_s),
+    );
+    Some(line)
+}
+
 /// What to run: the cross product of these.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -347,6 +443,29 @@ impl Plan {
         }
     }
 
+    /// `go-neighbours`: `neighbours` with Go services (one goroutine per item), P = 2, each
+    /// process offered its whole fair share and 150 % of it, under Go's default GOMAXPROCS,
+    /// the static split max(1, CPUs / P), and the cotenant Go controller.
+    pub fn go_neighbours(lab: &Lab, args: &LabArgs) -> Plan {
+        Plan {
+            settings: lab.settings(args),
+            loads: if !args.load.is_empty() {
+                args.load.clone()
+            } else if args.quick {
+                vec![1.0]
+            } else {
+                vec![1.0, 1.5]
+            },
+            processes: if args.processes.is_empty() { vec![2] } else { args.processes.clone() },
+            pools: [PoolKind::GoDefault, PoolKind::GoOptimal, PoolKind::GoCotenant]
+                .iter()
+                .map(|&k| (k, 1.0))
+                .collect(),
+            repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
+            seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 5 }),
+        }
+    }
+
     /// `headline` (what `make demo` runs): P = 2, every process offered its whole fair share,
     /// one cgroup, the four pool kinds, 3 repeats of 4 s: about 70 s.
     pub fn headline(_lab: &Lab, args: &LabArgs) -> Plan {
@@ -358,6 +477,36 @@ impl Plan {
             repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
             seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 4 }),
         }
+    }
+}
+
+/// `go-neighbours`: skipped with a note, not failed, when Go is missing or its build fails.
+pub fn run_go(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
+    let skipped = |why: String| Outcome { report: format!("Skipped: {why}.\n"), ..Outcome::default() };
+    match go_worker() {
+        GoWorker::Ready(_) => {
+            let mut outcome = run_plan(lab, args, &Plan::go_neighbours(lab, args), "go-neighbours")?;
+            let how = match args.go_items {
+                GoItems::Limited => {
+                    "runs at most GOMAXPROCS items at once, in arrival order (a worker pool sized by \
+                     GOMAXPROCS; `--go-items per-item` starts a goroutine per item instead)"
+                }
+                GoItems::PerItem => {
+                    "starts one goroutine per item as it arrives, and Go's scheduler time-slices them \
+                     (`--go-items limited` runs at most GOMAXPROCS at once instead)"
+                }
+            };
+            outcome.report = format!(
+                "Every process is a Go service (the Go worker, built with the host's toolchain) that {how}. \
+                 Kinds: Go's default GOMAXPROCS; GOMAXPROCS = max(1, CPUs / P) set once; GOMAXPROCS \
+                 steered by the cotenant Go controller (`go/`). Service time runs from the moment an \
+                 item may run to its end.\n\n{}",
+                outcome.report
+            );
+            Ok(outcome)
+        }
+        GoWorker::NotInstalled => Ok(skipped("Go is not installed".into())),
+        GoWorker::BuildFailed(why) => Ok(skipped(format!("building the Go worker failed ({why})"))),
     }
 }
 
@@ -381,6 +530,7 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
                             service_ms: args.service_ms,
                             duration_ms: plan.seconds * 1000,
                             repeat,
+                            go_items: args.go_items,
                         };
                         let busy_before = lab.quiet_check();
                         eprintln!(
@@ -391,7 +541,7 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
                             repeat + 1,
                             plan.repeats
                         );
-                        let reports = run_once(&config, lab.layout.as_ref().ok())?;
+                        let reports = run_once(&config, lab.host.cpus, lab.layout.as_ref().ok())?;
                         let figures = figures(&reports);
                         runs.push(figures);
                         let mut row = serde_json::Map::new();
@@ -402,6 +552,9 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
                         row.insert("repeat".into(), repeat.into());
                         row.insert("seconds".into(), plan.seconds.into());
                         row.insert("service_ms".into(), args.service_ms.into());
+                        if is_go(kind) {
+                            row.insert("go_items".into(), serde_json::to_value(args.go_items)?);
+                        }
                         row.insert("host_busy_cpus_before".into(), busy_before.into());
                         row.insert("service_p99_us".into(), figures.service_p99_us.into());
                         row.insert("service_max_us".into(), figures.service_max_us.into());
@@ -415,7 +568,9 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
                     }
                     aggregates.push(aggregate(key, &runs));
                 }
-                if let Some(v) = verdict(&aggregates, setting, load, processes) {
+                let found = verdict(&aggregates, setting, load, processes)
+                    .or_else(|| go_verdict(&aggregates, setting, load, processes));
+                if let Some(v) = found {
                     outcome.verdicts.push(v);
                 }
             }
@@ -561,6 +716,50 @@ mod tests {
         let a = aggregate(key(2, PoolKind::Adaptive), &runs);
         assert_eq!((a.median.service_p99_us, a.min.service_p99_us, a.max.service_p99_us), (20.0, 10.0, 30.0));
         assert_eq!(a.repeats, 3);
+    }
+
+    #[test]
+    fn the_go_worker_gets_its_own_arguments() {
+        let config = |kind, go_items| RunConfig {
+            processes: 2,
+            kind,
+            share_factor: 1.0,
+            setting: Setting::OneCgroup,
+            load: 1.5,
+            service_ms: 5.0,
+            duration_ms: 5000,
+            repeat: 2,
+            go_items,
+        };
+        let common = "--processes 2 --fair-cpus 1 --load 1.5 --service-ms 5 --duration-ms 5000 --seed 2";
+        let joined = |kind, items| go_worker_args(&config(kind, items), 2).join(" ");
+        assert_eq!(joined(PoolKind::GoDefault, GoItems::PerItem), common);
+        assert_eq!(joined(PoolKind::GoDefault, GoItems::Limited), format!("{common} --limit"));
+        assert_eq!(joined(PoolKind::GoOptimal, GoItems::Limited), format!("{common} --limit --gomaxprocs 1"));
+        assert_eq!(joined(PoolKind::GoCotenant, GoItems::PerItem), format!("{common} --cotenant"));
+        // Three processes on two CPUs: a fair share of 2/3 CPU, and still one P each.
+        let three =
+            go_worker_args(&RunConfig { processes: 3, ..config(PoolKind::GoOptimal, GoItems::PerItem) }, 2);
+        assert_eq!(three[3], (2.0f64 / 3.0).to_string());
+        assert_eq!(three.last().map(String::as_str), Some("1"));
+    }
+
+    #[test]
+    fn the_go_verdict_compares_the_controller_with_the_default() {
+        let one = |kind, p99, tput| aggregate(key(2, kind), &[figures(&[report(p99, p99, tput)])]);
+        let aggs = [
+            one(PoolKind::GoDefault, 20_000.0, 400.0),
+            one(PoolKind::GoOptimal, 6_000.0, 380.0),
+            one(PoolKind::GoCotenant, 7_000.0, 396.0),
+        ];
+        let v = go_verdict(&aggs, Setting::OneCgroup, 0.7, 2).unwrap();
+        assert_eq!(
+            v,
+            "one cgroup, load 70%, P=2: go + cotenant service p99 0.35x go default's and 1.17x go CPUs/P's; \
+             end-to-end p99 0.35x default's; throughput 0.99x default's"
+        );
+        assert_eq!(verdict(&aggs, Setting::OneCgroup, 0.7, 2), None, "no Rust kinds, no Rust verdict");
+        assert_eq!(go_verdict(&aggs[..2], Setting::OneCgroup, 0.7, 2), None);
     }
 
     #[test]

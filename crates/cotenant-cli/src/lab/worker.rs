@@ -112,6 +112,9 @@ pub fn build_pool(args: &LabWorkerArgs, cpus: usize) -> anyhow::Result<cotenant:
             Some(n) => cotenant::Policy::fixed(n as usize),
             None => bail!("--pool fixed needs --fixed-threads"),
         },
+        PoolKind::GoDefault | PoolKind::GoOptimal | PoolKind::GoCotenant => {
+            bail!("the Go kinds run in the Go worker, not in lab-worker")
+        }
     };
     let threads = match (args.threads, args.pool, args.fixed_threads) {
         (Some(t), _, _) => t as usize,
