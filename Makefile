@@ -42,7 +42,7 @@ loom:
 # The Go package (go/): its own module, no dependencies; gofmt, vet and tests.
 go-test:
 	@[ -x "$(GO)" ] || { echo "go not found: install Go 1.25 or later (https://go.dev/dl)"; exit 1; }
-	@unformatted="$$(cd go && $(dir $(GO))gofmt -l .)"; [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }
+	@unformatted="$$($(dir $(GO))gofmt -l go crates/cotenant-cli/lab-probes/goworker)"; [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }
 	cd go && $(GOENV) $(GO) vet ./...
 	cd go && $(GOENV) $(GO) test ./...
 

@@ -119,8 +119,13 @@ func item(chunks int) uint64 {
 // calibrate returns the time of one chunk and the chunks of a serviceMs item. First the
 // median of 31 chunks after 20 warm-ups, as the Rust worker does; then, because a chunk timed
 // alone is a noisy guide to Go's cost per chunk inside an item (it came out 10 to 35 % low on
-// the lab's VM), the median of 5 whole items in a goroutine, and the count corrected by it.
-func calibrate(serviceMs float64) (chunkNs float64, chunks int) {
+// the lab's VM), the median of `rounds` whole items in a goroutine, and the count corrected
+// by it.
+//
+// Go's cost per chunk varies by ±20 % from one process to the next on the lab's VM, so a lab
+// that compares runs calibrates once (--calibrate) and gives every run the same --chunks: the
+// same work per item, whatever each process would have measured.
+func calibrate(serviceMs float64, rounds int) (chunkNs float64, chunks int) {
 	for i := 0; i < 20; i++ {
 		sink += fib(chunkFib)
 	}
@@ -134,7 +139,7 @@ func calibrate(serviceMs float64) (chunkNs float64, chunks int) {
 	chunkNs = math.Max(times[len(times)/2], 1)
 	target := serviceMs * 1e6
 	chunks = int(math.Max(1, math.Round(target/chunkNs)))
-	items := make([]float64, 5)
+	items := make([]float64, rounds)
 	done := make(chan struct{})
 	go func() {
 		for i := range items {
@@ -201,9 +206,22 @@ func main() {
 	gomaxprocs := flag.Int("gomaxprocs", 0, "set GOMAXPROCS to this at start (0: Go's default)")
 	withCotenant := flag.Bool("cotenant", false, "steer GOMAXPROCS with the cotenant controller")
 	limit := flag.Bool("limit", false, "run at most GOMAXPROCS items at once, in arrival order")
+	fixedChunks := flag.Int("chunks", 0, "chunks per item, calibrated once by the lab (0: calibrate here)")
+	calibrateOnly := flag.Bool("calibrate", false, "print this host's chunks per --service-ms item and exit")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fail("unexpected argument %q", flag.Arg(0))
+	}
+	if !(*serviceMs > 0) {
+		fail("--service-ms must be more than 0, got %v", *serviceMs)
+	}
+	if *calibrateOnly {
+		chunkNs, chunks := calibrate(*serviceMs, 21)
+		fmt.Printf("{\"chunks\":%d,\"chunk_ns\":%g}\n", chunks, chunkNs)
+		return
+	}
+	if *fixedChunks < 0 {
+		fail("--chunks must be at least 0, got %d", *fixedChunks)
 	}
 	if *gomaxprocs < 0 {
 		fail("--gomaxprocs must be at least 0, got %d", *gomaxprocs)
@@ -216,9 +234,6 @@ func main() {
 	}
 	if !(*load > 0 && *load <= 10) {
 		fail("--load must be more than 0 and at most 10, got %v", *load)
-	}
-	if !(*serviceMs > 0) {
-		fail("--service-ms must be more than 0, got %v", *serviceMs)
 	}
 	if *durationMs < 1 {
 		fail("--duration-ms must be at least 1, got %d", *durationMs)
@@ -256,7 +271,13 @@ func main() {
 		controller = c
 	}
 
-	chunkNs, chunks := calibrate(*serviceMs)
+	var chunkNs float64
+	var chunks int
+	if *fixedChunks > 0 {
+		chunks, chunkNs = *fixedChunks, *serviceMs*1e6/float64(*fixedChunks)
+	} else {
+		chunkNs, chunks = calibrate(*serviceMs, 5)
+	}
 
 	rate := *load * *fairCpus / (*serviceMs / 1000.0)
 	duration := time.Duration(*durationMs) * time.Millisecond

@@ -68,6 +68,8 @@ pub struct RunConfig {
     pub repeat: u32,
     /// How the Go kinds run their items.
     pub go_items: GoItems,
+    /// Chunks per item for the Go kinds (0: each process calibrates itself).
+    pub go_chunks: u32,
 }
 
 /// The Go worker's arguments for `config` on a host of `cpus` CPUs.
@@ -89,6 +91,9 @@ fn go_worker_args(config: &RunConfig, cpus: u32) -> Vec<String> {
     ];
     if config.go_items == GoItems::Limited {
         args.push("--limit".into());
+    }
+    if config.go_chunks > 0 {
+        args.extend(["--chunks".into(), config.go_chunks.to_string()]);
     }
     match config.kind {
         PoolKind::GoOptimal => args.extend(["--gomaxprocs".into(), (cpus / processes).max(1).to_string()]),
@@ -389,6 +394,9 @@ pub struct Plan {
     pub repeats: u32,
     /// Seconds per run.
     pub seconds: u64,
+    /// Chunks per item for the Go kinds, calibrated once for the whole plan (0: each Go
+    /// process calibrates itself).
+    pub go_chunks: u32,
 }
 
 impl Plan {
@@ -417,6 +425,7 @@ impl Plan {
             pools: KINDS.iter().map(|&k| (k, 1.0)).collect(),
             repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
             seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 5 }),
+            go_chunks: 0,
         }
     }
 }
@@ -440,6 +449,7 @@ impl Plan {
             pools,
             repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
             seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 5 }),
+            go_chunks: 0,
         }
     }
 
@@ -463,6 +473,7 @@ impl Plan {
                 .collect(),
             repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
             seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 5 }),
+            go_chunks: 0,
         }
     }
 
@@ -476,6 +487,7 @@ impl Plan {
             pools: KINDS.iter().map(|&k| (k, 1.0)).collect(),
             repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
             seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 4 }),
+            go_chunks: 0,
         }
     }
 }
@@ -484,8 +496,10 @@ impl Plan {
 pub fn run_go(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
     let skipped = |why: String| Outcome { report: format!("Skipped: {why}.\n"), ..Outcome::default() };
     match go_worker() {
-        GoWorker::Ready(_) => {
-            let mut outcome = run_plan(lab, args, &Plan::go_neighbours(lab, args), "go-neighbours")?;
+        GoWorker::Ready(program) => {
+            let mut plan = Plan::go_neighbours(lab, args);
+            plan.go_chunks = calibrate_go(&program, args.service_ms)?;
+            let mut outcome = run_plan(lab, args, &plan, "go-neighbours")?;
             let how = match args.go_items {
                 GoItems::Limited => {
                     "runs at most GOMAXPROCS items at once, in arrival order (a worker pool sized by \
@@ -500,14 +514,41 @@ pub fn run_go(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
                 "Every process is a Go service (the Go worker, built with the host's toolchain) that {how}. \
                  Kinds: Go's default GOMAXPROCS; GOMAXPROCS = max(1, CPUs / P) set once; GOMAXPROCS \
                  steered by the cotenant Go controller (`go/`). Service time runs from the moment an \
-                 item may run to its end.\n\n{}",
-                outcome.report
+                 item may run to its end. Every item is {} chunks of work in every run (calibrated once, \
+                 the median of {GO_CALIBRATIONS} calibrations, so that throughputs compare the same work).\n\n{}",
+                plan.go_chunks, outcome.report
             );
             Ok(outcome)
         }
         GoWorker::NotInstalled => Ok(skipped("Go is not installed".into())),
         GoWorker::BuildFailed(why) => Ok(skipped(format!("building the Go worker failed ({why})"))),
     }
+}
+
+/// Calibrations of the Go worker whose median sizes every item of `go-neighbours`.
+const GO_CALIBRATIONS: usize = 3;
+
+/// The chunks of a `service_ms` item for the Go worker at `program`: the median of
+/// [`GO_CALIBRATIONS`] calibrations, each in a fresh process (Go's cost per chunk varies
+/// between processes).
+fn calibrate_go(program: &std::path::Path, service_ms: f64) -> anyhow::Result<u32> {
+    let mut found = Vec::new();
+    for _ in 0..GO_CALIBRATIONS {
+        let output = std::process::Command::new(program)
+            .args(["--calibrate", "--service-ms", &service_ms.to_string()])
+            .output()
+            .with_context(|| format!("running {}", program.display()))?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let chunks = serde_json::from_str::<serde_json::Value>(text.trim())
+            .ok()
+            .and_then(|v| v["chunks"].as_u64())
+            .filter(|&c| output.status.success() && c > 0)
+            .with_context(|| {
+                format!("the Go worker's calibration printed {:?} ({})", text.trim(), output.status)
+            })?;
+        found.push(chunks as f64);
+    }
+    Ok(median(&mut found) as u32)
 }
 
 /// Runs `plan` and reduces it to an [`Outcome`] with tables, charts and verdicts.
@@ -531,6 +572,7 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
                             duration_ms: plan.seconds * 1000,
                             repeat,
                             go_items: args.go_items,
+                            go_chunks: plan.go_chunks,
                         };
                         let busy_before = lab.quiet_check();
                         eprintln!(
@@ -554,6 +596,7 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
                         row.insert("service_ms".into(), args.service_ms.into());
                         if is_go(kind) {
                             row.insert("go_items".into(), serde_json::to_value(args.go_items)?);
+                            row.insert("go_chunks".into(), plan.go_chunks.into());
                         }
                         row.insert("host_busy_cpus_before".into(), busy_before.into());
                         row.insert("service_p99_us".into(), figures.service_p99_us.into());
@@ -730,6 +773,7 @@ mod tests {
             duration_ms: 5000,
             repeat: 2,
             go_items,
+            go_chunks: 0,
         };
         let common = "--processes 2 --fair-cpus 1 --load 1.5 --service-ms 5 --duration-ms 5000 --seed 2";
         let joined = |kind, items| go_worker_args(&config(kind, items), 2).join(" ");
@@ -737,6 +781,8 @@ mod tests {
         assert_eq!(joined(PoolKind::GoDefault, GoItems::Limited), format!("{common} --limit"));
         assert_eq!(joined(PoolKind::GoOptimal, GoItems::Limited), format!("{common} --limit --gomaxprocs 1"));
         assert_eq!(joined(PoolKind::GoCotenant, GoItems::PerItem), format!("{common} --cotenant"));
+        let calibrated = RunConfig { go_chunks: 110, ..config(PoolKind::GoDefault, GoItems::PerItem) };
+        assert_eq!(go_worker_args(&calibrated, 2).join(" "), format!("{common} --chunks 110"));
         // Three processes on two CPUs: a fair share of 2/3 CPU, and still one P each.
         let three =
             go_worker_args(&RunConfig { processes: 3, ..config(PoolKind::GoOptimal, GoItems::PerItem) }, 2);
