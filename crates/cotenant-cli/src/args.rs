@@ -35,9 +35,19 @@ pub enum Command {
     /// Print `export` lines setting the CPU count for every common runtime (for shells and
     /// container entrypoints: `eval "$(cotenant env)"`).
     Env(EnvArgs),
+    /// Diagnose CPU interference: why is this process (or host) slow on shared CPUs?
+    ///
+    /// Samples for --duration (two snapshots) and reports findings, most likely cause first,
+    /// each with its evidence (file, numbers) and a recommendation: contention, throttling,
+    /// weights, cpusets, pressure, migrations, NUMA, oversized pools. Without --pid: the host.
+    /// The --json shape is documented in docs/doctor.md.
+    Doctor(DoctorArgs),
     /// Internal: one process of a lab experiment (started by `cotenant lab`).
     #[command(hide = true)]
     LabWorker(LabWorkerArgs),
+    /// Internal: a tenant of `lab isolation` (started by `cotenant lab`).
+    #[command(hide = true)]
+    LabTenant(LabTenantArgs),
     /// Internal: print what Rust std, num_cpus and cotenant believe (`lab runtimes`).
     #[command(hide = true)]
     LabProbe,
@@ -69,6 +79,46 @@ pub struct RunArgs {
     /// The command and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The process to diagnose (default: the whole host).
+    #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pub pid: Option<u32>,
+    /// How long to sample: "2s", "500ms", "1.5s" (100ms to 60s).
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub duration: std::time::Duration,
+    /// Print a JSON object (schema in docs/doctor.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Read /proc and /sys from under DIR instead of / (a test fixture).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub root: Option<PathBuf>,
+}
+
+/// The shortest and longest `doctor --duration`.
+const DURATION_BOUNDS: (std::time::Duration, std::time::Duration) =
+    (std::time::Duration::from_millis(100), std::time::Duration::from_secs(60));
+
+/// A duration as `2s`, `1.5s` or `500ms` (a bare number is seconds), within [`DURATION_BOUNDS`].
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 =
+        number.trim().parse().map_err(|_| format!("{text:?} is not a duration (e.g. 2s, 500ms, 1.5s)"))?;
+    let secs = v * scale;
+    let (lo, hi) = DURATION_BOUNDS;
+    if !secs.is_finite() || secs < lo.as_secs_f64() || secs > hi.as_secs_f64() {
+        return Err(format!("the duration must be between 100ms and 60s, got {text:?}"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 #[derive(Debug, Args)]
@@ -143,6 +193,8 @@ pub enum Experiment {
     Fairness,
     /// What Go, Java, Python, Node, C++, Rust and cotenant believe about their CPUs (Table 2).
     Runtimes,
+    /// An HTTP server next to a CPU-bound batch job, under every isolation option (seed 003).
+    Isolation,
     /// `neighbours` with Go services: default GOMAXPROCS against the cotenant Go controller.
     GoNeighbours,
     /// What `make demo` runs: a quick `neighbours` at P = 2 with a short verdict.
@@ -166,6 +218,7 @@ impl Experiment {
             Experiment::Fairness => "fairness",
             Experiment::Runtimes => "runtimes",
             Experiment::GoNeighbours => "go-neighbours",
+            Experiment::Isolation => "isolation",
             Experiment::Headline => "headline",
             Experiment::All => "all",
             Experiment::Clean => "clean",
@@ -321,4 +374,64 @@ impl From<RoundingArg> for cotenant::Rounding {
             RoundingArg::Nearest => cotenant::Rounding::Nearest,
         }
     }
+}
+
+/// Which tenant of `lab isolation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TenantRole {
+    /// A: the HTTP server.
+    Server,
+    /// B: the CPU-bound batch job.
+    Batch,
+}
+
+/// How tenant B runs its chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BatchMode {
+    /// One thread per CPU.
+    Plain,
+    /// A cotenant adaptive pool.
+    Adaptive,
+    /// A cotenant background pool (`SCHED_IDLE`).
+    Background,
+}
+
+/// The priority of a `plain` tenant B.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BatchPriority {
+    Normal,
+    /// nice 19.
+    Nice,
+    /// `SCHED_IDLE`.
+    Idle,
+}
+
+#[derive(Debug, Args)]
+pub struct LabTenantArgs {
+    #[arg(value_enum)]
+    pub role: TenantRole,
+    /// A: pool workers (default: the CPUs).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// A: pin the pool's workers.
+    #[arg(long)]
+    pub pin: bool,
+    /// A: CPU work per request (µs).
+    #[arg(long, default_value_t = 200)]
+    pub work_us: u64,
+    /// B: how it runs its chunks.
+    #[arg(long, value_enum, default_value_t = BatchMode::Plain)]
+    pub mode: BatchMode,
+    /// B (plain): its threads' priority.
+    #[arg(long, value_enum, default_value_t = BatchPriority::Normal)]
+    pub priority: BatchPriority,
+    /// B: start of the measuring window (CLOCK_REALTIME ns since the epoch).
+    #[arg(long, default_value_t = 0)]
+    pub measure_from_ns: u64,
+    /// B: length of the measuring window (ms).
+    #[arg(long, default_value_t = 1000)]
+    pub measure_ms: u64,
+    /// The lab's pid.
+    #[arg(long)]
+    pub parent: u32,
 }

@@ -3,6 +3,7 @@
 
 mod args;
 mod cmd;
+mod doctor;
 mod lab;
 mod output;
 
@@ -49,8 +50,10 @@ fn run() -> anyhow::Result<ExitCode> {
         args::Command::Lab(a) => cmd::lab::run(&a),
         args::Command::Run(a) => cmd::run::run(&a),
         args::Command::Env(a) => cmd::run::env(&a),
+        args::Command::Doctor(a) => cmd::doctor::run(&a),
         args::Command::LabWorker(a) => lab::worker::run(&a),
         args::Command::LabProbe => lab::runtimes::probe_main(),
+        args::Command::LabTenant(a) => lab::tenants::run(&a),
     }
 }
 

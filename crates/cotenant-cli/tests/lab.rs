@@ -141,6 +141,34 @@ fn go_neighbours_quick_runs_the_go_service_three_ways() {
 }
 
 #[test]
+fn isolation_quick_runs_every_scenario_with_both_tenants() {
+    if !cgroups_available("isolation_quick_runs_every_scenario_with_both_tenants") {
+        return;
+    }
+    let results = smoke("isolation", &[]);
+    let rows = results["rows"].as_array().unwrap();
+    let scenarios: Vec<&str> = rows.iter().map(|r| r["scenario"].as_str().unwrap()).collect();
+    for s in
+        ["baseline", "baseline-pinned", "unisolated", "weighted", "nice", "idle", "cooperative", "background"]
+    {
+        assert!(scenarios.contains(&s), "{s} missing: {scenarios:?}");
+    }
+    for row in rows {
+        assert_eq!(row["errors"], 0, "every request answered: {row}");
+        assert!(row["completed"].as_u64().unwrap() > 0 && row["p99_us"].as_f64().unwrap() > 0.0, "{row}");
+        let alone = row["scenario"] == "baseline" || row["scenario"] == "baseline-pinned";
+        assert_eq!(row["b_chunks_per_s"].is_null(), alone, "B counted exactly when it ran: {row}");
+    }
+    let idle = rows.iter().find(|r| r["scenario"] == "idle").unwrap();
+    assert_eq!(idle["b_ran_as"], "SCHED_IDLE", "{idle}");
+    assert!(results["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v.as_str().unwrap().starts_with("background pool:")));
+}
+
+#[test]
 fn overcommit_and_contention_quick_sweep_the_thread_counts() {
     for experiment in ["overcommit", "contention"] {
         let results = smoke(experiment, &[]);

@@ -35,4 +35,4 @@ mod sync;
 pub use cpus::{CpuBudget, Rounding};
 pub use metrics::Metrics;
 pub use policy::Policy;
-pub use pool::{BuildError, Builder, Full, JoinError, Pool, Task, TrySpawnError};
+pub use pool::{Background, BuildError, Builder, Full, JoinError, Placement, Pool, Task, TrySpawnError};

@@ -316,3 +316,68 @@ fn a_task_submitting_to_its_own_full_queue_runs_the_task_itself() {
     assert_eq!((queued.join().unwrap(), inline), (1, 2));
     assert_eq!(pool.metrics().caller_ran, 1);
 }
+
+/// The CPUs of the calling thread's affinity mask.
+fn my_affinity() -> Vec<u32> {
+    // SAFETY: plain data filled by the kernel for the calling thread; CPU_ISSET reads inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
+        (0..8 * std::mem::size_of::<libc::cpu_set_t>())
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .map(|c| c as u32)
+            .collect()
+    }
+}
+
+#[test]
+fn pinned_workers_each_run_on_their_own_allowed_cpu() {
+    let allowed = my_affinity();
+    let threads = allowed.len() + 1; // one more than the CPUs: round robin
+    let pool = cotenant::Pool::builder()
+        .policy(cotenant::Policy::fixed(threads))
+        .threads(threads)
+        .pin_workers(true)
+        .build()
+        .unwrap();
+    let expected: Vec<Option<u32>> = (0..threads).map(|i| Some(allowed[i % allowed.len()])).collect();
+    assert_eq!(pool.placement().pinned, expected);
+    assert_eq!(pool.placement().background, None);
+    // Every task runs on a thread whose affinity is one single CPU of the allowed set.
+    let seen: Vec<Vec<u32>> =
+        (0..4 * threads).map(|_| pool.spawn(my_affinity)).map(|t| t.join().unwrap()).collect();
+    for mask in seen {
+        assert_eq!(mask.len(), 1, "a pinned worker's mask is one CPU: {mask:?}");
+        assert!(allowed.contains(&mask[0]));
+    }
+    pool.shutdown();
+    assert_eq!(my_affinity(), allowed, "pinning the workers leaves the caller's mask alone");
+}
+
+#[test]
+fn background_workers_run_at_sched_idle_or_report_the_fallback() {
+    let pool = cotenant::Pool::builder()
+        .policy(cotenant::Policy::fixed(2))
+        .threads(2)
+        .background(true)
+        .build()
+        .unwrap();
+    assert!(pool.placement().pinned.is_empty());
+    // SAFETY: both calls only read the calling thread's scheduling state.
+    let (policy, nice) = pool
+        .spawn(|| unsafe {
+            *libc::__errno_location() = 0;
+            (libc::sched_getscheduler(0), libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t))
+        })
+        .join()
+        .unwrap();
+    match pool.placement().background.clone() {
+        Some(cotenant::Background::SchedIdle) => assert_eq!(policy, libc::SCHED_IDLE),
+        Some(cotenant::Background::Nice19 { .. }) => assert_eq!(nice, 19),
+        other => panic!("a background pool reports how its workers run: {other:?}"),
+    }
+    // The submitting thread keeps its own priority.
+    // SAFETY: reads the calling thread's policy.
+    assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_OTHER);
+    pool.shutdown();
+}

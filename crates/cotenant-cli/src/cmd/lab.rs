@@ -12,7 +12,7 @@ use crate::args::{Experiment, LabArgs};
 use crate::lab::{self, Lab, Outcome};
 
 /// The experiments `all` runs, in order.
-const ALL: [Experiment; 9] = [
+const ALL: [Experiment; 10] = [
     Experiment::Runtimes,
     Experiment::Overcommit,
     Experiment::Contention,
@@ -22,6 +22,7 @@ const ALL: [Experiment; 9] = [
     Experiment::GoNeighbours,
     Experiment::Burst,
     Experiment::Fairness,
+    Experiment::Isolation,
 ];
 
 #[derive(Serialize)]
@@ -58,6 +59,7 @@ fn run_one(experiment: Experiment, lab: &Lab, args: &LabArgs) -> anyhow::Result<
         }
         Experiment::Factor => neighbours::run_plan(lab, args, &neighbours::Plan::factor(lab, args), "factor"),
         Experiment::GoNeighbours => neighbours::run_go(lab, args),
+        Experiment::Isolation => lab::isolation::run(lab, args),
         Experiment::Headline => {
             neighbours::run_plan(lab, args, &neighbours::Plan::headline(lab, args), "headline")
         }

@@ -14,6 +14,9 @@
 //! | `fairness.rs` | A alone, then B: CPU shares over time and Jain's index |
 //! | `plot.rs` | line charts as SVG and PNG (plotters) |
 //! | `runtimes.rs` | Table 2: what each language runtime believes about its CPUs |
+//! | `isolation.rs` | seed 003: an HTTP server next to a batch job, every isolation option |
+//! | `tenants.rs` | the server (A) and the batch job (B) of `isolation`, as hidden modes |
+//! | `loadgen.rs` | the open-loop HTTP load generator of `isolation` |
 //!
 //! Every experiment returns an [`Outcome`]; `cmd/lab.rs` prints it and writes
 //! `DIR/<experiment>/{results.csv, results.json, report.md, <chart>.svg, <chart>.png}`.
@@ -23,12 +26,15 @@ pub mod cgroup;
 pub mod fairness;
 pub mod gobuild;
 pub mod host;
+pub mod isolation;
+pub mod loadgen;
 pub mod neighbours;
 pub mod overcommit;
 pub mod plot;
 pub mod quota;
 pub mod runner;
 pub mod runtimes;
+pub mod tenants;
 pub mod worker;
 pub mod workload;
 

@@ -110,8 +110,8 @@ pub fn run_workers_at(specs: &[WorkerSpec], start_at: SystemTime) -> anyhow::Res
 /// The `--parent` of a lab worker's command line (`cotenant lab-worker ... --parent PID`, or
 /// the Go worker's), if it is one.
 pub fn worker_parent(cmdline: &[&str]) -> Option<u32> {
-    let is_worker =
-        cmdline.get(1) == Some(&"lab-worker") || cmdline.first().is_some_and(|a| a.ends_with("/goworker"));
+    let is_worker = matches!(cmdline.get(1), Some(&"lab-worker" | &"lab-tenant"))
+        || cmdline.first().is_some_and(|a| a.ends_with("/goworker"));
     if !is_worker {
         return None;
     }
@@ -150,6 +150,7 @@ mod tests {
             Some(42)
         );
         assert_eq!(worker_parent(&["/tmp/cotenant-lab-go-0/goworker", "--parent", "7"]), Some(7));
+        assert_eq!(worker_parent(&["/x/cotenant", "lab-tenant", "batch", "--parent", "9"]), Some(9));
         assert_eq!(worker_parent(&["/x/cotenant", "lab", "neighbours", "--parent", "42"]), None);
         assert_eq!(worker_parent(&["/x/cotenant", "lab-worker", "--parent"]), None);
         assert_eq!(worker_parent(&[]), None);

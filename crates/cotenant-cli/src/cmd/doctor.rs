@@ -1,0 +1,27 @@
+//! `cotenant doctor`: runs [`crate::doctor::diagnose`] and prints the report; the exit code
+//! says whether the process asked about could be diagnosed.
+
+use crate::{args::DoctorArgs, doctor, exit};
+use anyhow::Context;
+use std::{io::Write, path::PathBuf, process::ExitCode};
+
+pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
+    let root = args.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+    if !root.is_dir() {
+        eprintln!("cotenant: --root {}: not a directory", root.display());
+        return Ok(ExitCode::from(exit::USAGE));
+    }
+    let opts = doctor::DoctorOptions { pid: args.pid, duration: args.duration, root };
+    let report = doctor::diagnose(&opts);
+    let mut out = std::io::stdout().lock();
+    let text = if args.json { doctor::render::json(&report) } else { doctor::render::text(&report) };
+    out.write_all(text.as_bytes())?;
+    out.flush().context("writing to stdout")?;
+    if report.process_missing() {
+        let why = report.error.as_deref().unwrap_or("it cannot be read");
+        let pid = args.pid.unwrap_or_default();
+        eprintln!("cotenant: cannot diagnose process {pid}: {why}; the report covers the host only");
+        return Ok(ExitCode::from(exit::FAILURE));
+    }
+    Ok(ExitCode::from(exit::OK))
+}

@@ -1,0 +1,472 @@
+//! Seed 003's isolation experiment, extended (issue 6): tenant A, a real HTTP server doing
+//! about 200 µs of CPU work per request on a pool sized to the CPU count, next to tenant B, a
+//! CPU-bound batch job on every CPU, under every isolation option; A driven by the open-loop
+//! load generator (`loadgen.rs`), B's throughput counted. The tenants are `tenants.rs`.
+//!
+//! Each run: A and B in their own `cotenant-lab-*` cgroups (equal weights unless the scenario
+//! says otherwise) → A listens → B starts → after a warm-up, the load runs for the run's
+//! length while B counts its chunks over the same window → B reports, A is stopped. The
+//! reduction to tables and verdicts is pure (`aggregate`, `verdicts`) and unit-tested.
+
+use std::fmt::Write as _;
+use std::io::BufReader;
+use std::net::SocketAddr;
+use std::process::{Child, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use super::cgroup::{Cgroup, Layout, LAB_PREFIX};
+use super::neighbours::median;
+use super::tenants::{read_port, BatchReport};
+use super::{loadgen, Chart, Lab, Outcome, Series};
+use crate::args::LabArgs;
+
+/// Requests per second offered to A (about 0.4 CPU of work at 200 µs each).
+pub const RATE: f64 = 2000.0;
+/// CPU work per request (µs).
+pub const WORK_US: u64 = 200;
+/// Keep-alive connections of the load generator.
+pub const CONNECTIONS: usize = 16;
+/// Between B's start and the load's: B at full speed, A's pool idle.
+const WARM_UP: Duration = Duration::from_millis(500);
+
+/// One isolation option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// A alone.
+    Baseline,
+    /// A alone, its pool's workers pinned.
+    BaselinePinned,
+    /// A and B, equal weights, no hints.
+    Unisolated,
+    /// B at a tenth of A's weight (`cpu.shares` 102 vs 1024; `cpu.weight` 10 vs 100).
+    Weighted,
+    /// Disjoint cpusets, half the CPUs each.
+    Pinned,
+    /// B at nice 19.
+    Nice,
+    /// B at `SCHED_IDLE`.
+    Idle,
+    /// B's work on a cotenant adaptive pool.
+    Cooperative,
+    /// B's work on a cotenant background pool.
+    Background,
+}
+
+/// Every scenario, in table order.
+pub const SCENARIOS: [Scenario; 9] = [
+    Scenario::Baseline,
+    Scenario::BaselinePinned,
+    Scenario::Unisolated,
+    Scenario::Weighted,
+    Scenario::Pinned,
+    Scenario::Nice,
+    Scenario::Idle,
+    Scenario::Cooperative,
+    Scenario::Background,
+];
+
+impl Scenario {
+    /// The name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Baseline => "baseline",
+            Scenario::BaselinePinned => "baseline-pinned",
+            Scenario::Unisolated => "unisolated",
+            Scenario::Weighted => "weighted",
+            Scenario::Pinned => "pinned",
+            Scenario::Nice => "nice",
+            Scenario::Idle => "idle",
+            Scenario::Cooperative => "cooperative",
+            Scenario::Background => "background",
+        }
+    }
+
+    /// B's command-line options, or `None` when A runs alone.
+    pub fn batch_args(self) -> Option<&'static [&'static str]> {
+        match self {
+            Scenario::Baseline | Scenario::BaselinePinned => None,
+            Scenario::Unisolated | Scenario::Weighted | Scenario::Pinned => Some(&["--mode", "plain"]),
+            Scenario::Nice => Some(&["--mode", "plain", "--priority", "nice"]),
+            Scenario::Idle => Some(&["--mode", "plain", "--priority", "idle"]),
+            Scenario::Cooperative => Some(&["--mode", "adaptive"]),
+            Scenario::Background => Some(&["--mode", "background"]),
+        }
+    }
+
+    /// The seed's 22-CPU figures (p50, p95, p99 ms) where it ran this scenario.
+    pub fn seed_figures(self) -> Option<[f64; 3]> {
+        match self {
+            Scenario::Baseline => Some([0.40, 1.50, 2.30]),
+            Scenario::Unisolated => Some([1.80, 10.30, 24.70]),
+            Scenario::Weighted => Some([1.10, 3.90, 9.00]),
+            Scenario::Pinned => Some([0.50, 1.40, 1.80]),
+            _ => None,
+        }
+    }
+}
+
+/// The CPU lists of the pinned scenario: A the lower half, B the upper (at least one each).
+pub fn split_cpus(cpus: u32) -> (String, String) {
+    let cpus = cpus.max(2);
+    let half = cpus / 2;
+    let list = |lo: u32, hi: u32| if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") };
+    (list(0, half - 1), list(half, cpus - 1))
+}
+
+/// One run's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RunFigures {
+    /// A's latency percentiles (µs): p50, p95, p99, p99.9.
+    pub latency_us: [f64; 4],
+    /// Requests answered / failed / due.
+    pub completed: u64,
+    /// Failed requests.
+    pub errors: u64,
+    /// B's chunks per second in the load window (NaN when A ran alone).
+    pub b_chunks_per_s: f64,
+}
+
+/// A scenario over its repeats: medians.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Aggregate {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Repeats.
+    pub repeats: usize,
+    /// Median of each percentile (µs).
+    pub latency_us: [f64; 4],
+    /// Smallest and largest p99 over repeats (µs).
+    pub p99_range_us: (f64, f64),
+    /// Median of B's throughput.
+    pub b_chunks_per_s: f64,
+    /// Errors over all repeats.
+    pub errors: u64,
+}
+
+/// Reduces one scenario's runs (at least one).
+pub fn aggregate(scenario: Scenario, runs: &[RunFigures]) -> Aggregate {
+    let pick = |f: &dyn Fn(&RunFigures) -> f64| median(&mut runs.iter().map(f).collect::<Vec<_>>());
+    let p99s: Vec<f64> = runs.iter().map(|r| r.latency_us[2]).collect();
+    Aggregate {
+        scenario,
+        repeats: runs.len(),
+        latency_us: [0, 1, 2, 3].map(|i| pick(&|r| r.latency_us[i])),
+        p99_range_us: (
+            p99s.iter().copied().fold(f64::INFINITY, f64::min),
+            p99s.iter().copied().fold(0.0, f64::max),
+        ),
+        b_chunks_per_s: pick(&|r| r.b_chunks_per_s),
+        errors: runs.iter().map(|r| r.errors).sum(),
+    }
+}
+
+fn find(aggregates: &[Aggregate], scenario: Scenario) -> Option<&Aggregate> {
+    aggregates.iter().find(|a| a.scenario == scenario)
+}
+
+/// A's p99 over the baseline's, and B's throughput over the unisolated one's.
+pub fn ratios(aggregates: &[Aggregate], a: &Aggregate) -> (f64, f64) {
+    let p99 = find(aggregates, Scenario::Baseline).map_or(f64::NAN, |b| a.latency_us[2] / b.latency_us[2]);
+    let tput =
+        find(aggregates, Scenario::Unisolated).map_or(f64::NAN, |u| a.b_chunks_per_s / u.b_chunks_per_s);
+    (p99, tput)
+}
+
+/// The verdict lines: what isolated A and what it cost B.
+pub fn verdicts(aggregates: &[Aggregate]) -> Vec<String> {
+    let mut out = Vec::new();
+    for a in aggregates.iter().filter(|a| a.scenario.batch_args().is_some()) {
+        let (p99, tput) = ratios(aggregates, a);
+        out.push(format!(
+            "{}: A's p99 {:.2}x baseline's; B keeps {:.0}% of its unisolated throughput",
+            a.scenario.name(),
+            p99,
+            tput * 100.0
+        ));
+    }
+    if let Some(bg) = find(aggregates, Scenario::Background) {
+        let (p99, tput) = ratios(aggregates, bg);
+        let holds = p99 <= 1.2 && tput >= 0.9;
+        out.push(format!(
+            "background pool: A's p99 {p99:.2}x baseline's (target at most 1.2x), B {:.0}% of unisolated (target at least 90%): {}",
+            tput * 100.0,
+            if holds { "met" } else { "NOT met" }
+        ));
+    }
+    out
+}
+
+/// The Markdown table, with the seed's figures beside ours.
+pub fn table(aggregates: &[Aggregate]) -> String {
+    let mut out = String::from(
+        "| scenario | p50 ms | p95 ms | p99 ms (range) | p99.9 ms | p99 vs baseline | B throughput vs unisolated | errors | seed 003 (22 CPUs) p50 / p95 / p99 ms |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    for a in aggregates {
+        let (p99, tput) = ratios(aggregates, a);
+        let ms = |us: f64| us / 1000.0;
+        let seed = a
+            .scenario
+            .seed_figures()
+            .map_or("—".to_owned(), |s| format!("{:.2} / {:.2} / {:.2}", s[0], s[1], s[2]));
+        let _ = writeln!(
+            out,
+            "| {} | {:.2} | {:.2} | {:.2} ({:.2}–{:.2}) | {:.2} | {:.2}x | {} | {} | {} |",
+            a.scenario.name(),
+            ms(a.latency_us[0]),
+            ms(a.latency_us[1]),
+            ms(a.latency_us[2]),
+            ms(a.p99_range_us.0),
+            ms(a.p99_range_us.1),
+            ms(a.latency_us[3]),
+            p99,
+            if tput.is_nan() { "—".to_owned() } else { format!("{:.0}%", tput * 100.0) },
+            a.errors,
+            seed
+        );
+    }
+    out
+}
+
+/// A child killed and reaped however the run ends.
+struct Tenant(Child);
+
+impl Drop for Tenant {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+struct Config {
+    seconds: f64,
+    rate: f64,
+}
+
+fn run_once(
+    lab: &Lab,
+    layout: &Layout,
+    scenario: Scenario,
+    config: &Config,
+) -> anyhow::Result<(RunFigures, String)> {
+    let exe = std::env::current_exe().context("locating the cotenant binary")?;
+    let parent = std::process::id().to_string();
+    let (cpus_a, cpus_b) = split_cpus(lab.host.cpus);
+    let pinned = scenario == Scenario::Pinned;
+    let cg_a = Cgroup::create(layout, LAB_PREFIX, "iso-a", false, pinned.then_some(cpus_a.as_str()))
+        .context("creating tenant A's cgroup")?;
+    let cg_b = Cgroup::create(layout, LAB_PREFIX, "iso-b", false, pinned.then_some(cpus_b.as_str()))
+        .context("creating tenant B's cgroup")?;
+    Cgroup::set_weight(layout, cg_a.cpu_dir(false), 100).context("setting A's weight")?;
+    let b_weight = if scenario == Scenario::Weighted { 10 } else { 100 };
+    Cgroup::set_weight(layout, cg_b.cpu_dir(false), b_weight).context("setting B's weight")?;
+
+    let mut a_args = vec!["lab-tenant", "server", "--parent", &parent];
+    let work = WORK_US.to_string();
+    a_args.extend(["--work-us", &work]);
+    if scenario == Scenario::BaselinePinned {
+        a_args.push("--pin");
+    }
+    let mut a = Tenant(
+        cg_a.command(&exe, &a_args, None)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting tenant A")?,
+    );
+    let port = read_port(&mut BufReader::new(a.0.stdout.take().context("tenant A's stdout")?))?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+
+    let window = Duration::from_secs_f64(config.seconds);
+    let measure_from = SystemTime::now() + WARM_UP;
+    let from_ns =
+        measure_from.duration_since(UNIX_EPOCH).context("clock before 1970")?.as_nanos().to_string();
+    let window_ms = window.as_millis().to_string();
+    let mut b = match scenario.batch_args() {
+        Some(extra) => {
+            let mut b_args = vec!["lab-tenant", "batch", "--parent", &parent];
+            b_args.extend(extra);
+            b_args.extend(["--measure-from-ns", &from_ns, "--measure-ms", &window_ms]);
+            Some(Tenant(
+                cg_b.command(&exe, &b_args, None)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .context("starting tenant B")?,
+            ))
+        }
+        None => None,
+    };
+    if let Ok(wait) = measure_from.duration_since(SystemTime::now()) {
+        std::thread::sleep(wait);
+    }
+    let load = loadgen::drive(addr, config.rate, window, CONNECTIONS)?;
+    let (b_chunks_per_s, b_priority) = match b.as_mut() {
+        Some(b) => {
+            let mut out = String::new();
+            let mut err = String::new();
+            std::io::Read::read_to_string(b.0.stdout.as_mut().context("tenant B's stdout")?, &mut out)?;
+            std::io::Read::read_to_string(b.0.stderr.as_mut().context("tenant B's stderr")?, &mut err)?;
+            let status = b.0.wait()?;
+            if !status.success() {
+                anyhow::bail!("tenant B failed ({status}): {}", err.trim());
+            }
+            let report: BatchReport = serde_json::from_str(out.trim())
+                .with_context(|| format!("tenant B printed {:?}", out.trim()))?;
+            (report.chunks_per_s, report.priority)
+        }
+        None => (f64::NAN, String::new()),
+    };
+    drop(a.0.stdin.take()); // A serves until its stdin closes
+    let _ = a.0.wait();
+    let q = |p: f64| load.latency_us.value_at_quantile(p) as f64;
+    let figures = RunFigures {
+        latency_us: [q(0.50), q(0.95), q(0.99), q(0.999)],
+        completed: load.completed,
+        errors: load.errors + (load.due - load.completed - load.errors),
+        b_chunks_per_s,
+    };
+    Ok((figures, b_priority))
+}
+
+/// Runs the experiment.
+pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
+    let layout = match &lab.layout {
+        Ok(layout) => layout,
+        Err(why) => {
+            return Ok(Outcome {
+                report: format!("Skipped: the isolation experiment needs real cgroups ({why}).\n"),
+                ..Outcome::default()
+            })
+        }
+    };
+    let config =
+        Config { seconds: args.seconds.map_or(if args.quick { 1.0 } else { 5.0 }, |s| s as f64), rate: RATE };
+    let repeats = args.repeats.unwrap_or(if args.quick { 1 } else { 3 });
+    let scenarios: Vec<Scenario> =
+        SCENARIOS.iter().copied().filter(|s| *s != Scenario::Pinned || layout.has_cpuset()).collect();
+    let mut outcome = Outcome::default();
+    let mut aggregates = Vec::new();
+    let mut priorities = Vec::new();
+    for &scenario in &scenarios {
+        let mut runs = Vec::new();
+        for repeat in 0..repeats {
+            let busy_before = lab.quiet_check();
+            eprintln!("lab isolation: {}, repeat {}/{repeats}", scenario.name(), repeat + 1);
+            let (figures, priority) = run_once(lab, layout, scenario, &config)?;
+            let mut row = serde_json::Map::new();
+            row.insert("scenario".into(), scenario.name().into());
+            row.insert("repeat".into(), repeat.into());
+            row.insert("rate_per_s".into(), config.rate.into());
+            row.insert("work_us".into(), WORK_US.into());
+            row.insert("seconds".into(), config.seconds.into());
+            row.insert("host_busy_cpus_before".into(), busy_before.into());
+            for (name, v) in ["p50_us", "p95_us", "p99_us", "p999_us"].iter().zip(figures.latency_us) {
+                row.insert((*name).into(), v.into());
+            }
+            row.insert("completed".into(), figures.completed.into());
+            row.insert("errors".into(), figures.errors.into());
+            row.insert(
+                "b_chunks_per_s".into(),
+                if figures.b_chunks_per_s.is_nan() {
+                    serde_json::Value::Null
+                } else {
+                    figures.b_chunks_per_s.into()
+                },
+            );
+            row.insert("b_ran_as".into(), priority.clone().into());
+            outcome.rows.push(row);
+            runs.push(figures);
+            if repeat == 0 && !priority.is_empty() {
+                priorities.push(format!("{}: {priority}", scenario.name()));
+            }
+        }
+        aggregates.push(aggregate(scenario, &runs));
+    }
+    let mut report = format!(
+        "Tenant A: an HTTP/1.1 server (tiny_http) doing {WORK_US} µs of CPU work per request on a pool of one \
+         worker per CPU, offered {RATE} requests/s open loop over {CONNECTIONS} keep-alive loopback connections \
+         (latency from each request's intended send time). Tenant B: CPU-bound chunks on every CPU. Each in its \
+         own cgroup, equal weights unless said; {:.0} s runs after a {} ms warm-up, {repeats} repeats, medians.\n\n",
+        config.seconds,
+        WARM_UP.as_millis()
+    );
+    report.push_str(&table(&aggregates));
+    if !layout.has_cpuset() {
+        report.push_str("\nThe pinned scenario was skipped: no cpuset controller.\n");
+    }
+    let _ = writeln!(report, "\nB ran as: {}.", priorities.join("; "));
+    outcome.report = report;
+    outcome.verdicts = verdicts(&aggregates);
+    outcome.charts = vec![Chart {
+        file_stem: "percentiles".into(),
+        title: "tenant A's latency by percentile".into(),
+        x_label: "percentile (50, 95, 99, 99.9)".into(),
+        y_label: "latency (ms)".into(),
+        log_y: true,
+        series: aggregates
+            .iter()
+            .map(|a| Series {
+                name: a.scenario.name().into(),
+                points: [50.0, 95.0, 99.0, 99.9]
+                    .iter()
+                    .zip(a.latency_us)
+                    .map(|(&p, v)| (p, v / 1000.0))
+                    .collect(),
+            })
+            .collect(),
+    }];
+    outcome.summary = serde_json::to_value(&aggregates)?;
+    Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(p99: f64, b: f64) -> RunFigures {
+        RunFigures {
+            latency_us: [p99 / 4.0, p99 / 2.0, p99, p99 * 2.0],
+            completed: 100,
+            errors: 0,
+            b_chunks_per_s: b,
+        }
+    }
+
+    #[test]
+    fn the_cpus_split_in_halves_with_at_least_one_each() {
+        assert_eq!(split_cpus(2), ("0".into(), "1".into()));
+        assert_eq!(split_cpus(22), ("0-10".into(), "11-21".into()));
+        assert_eq!(split_cpus(1), ("0".into(), "1".into()), "one CPU: the scenario needs two");
+    }
+
+    #[test]
+    fn ratios_are_to_the_baseline_and_to_the_unisolated_batch() {
+        let aggs = [
+            aggregate(Scenario::Baseline, &[run(1000.0, f64::NAN)]),
+            aggregate(Scenario::Unisolated, &[run(8000.0, 100.0), run(6000.0, 120.0), run(7000.0, 110.0)]),
+            aggregate(Scenario::Background, &[run(1100.0, 99.0)]),
+        ];
+        assert_eq!(aggs[1].latency_us[2], 7000.0);
+        assert_eq!(aggs[1].p99_range_us, (6000.0, 8000.0));
+        assert_eq!(ratios(&aggs, &aggs[1]), (7.0, 1.0));
+        let (p99, tput) = ratios(&aggs, &aggs[2]);
+        assert!((p99 - 1.1).abs() < 1e-9 && (tput - 0.9).abs() < 1e-9);
+        let v = verdicts(&aggs);
+        assert_eq!(v[0], "unisolated: A's p99 7.00x baseline's; B keeps 100% of its unisolated throughput");
+        assert!(v.last().unwrap().ends_with(": met"), "{v:?}");
+        let t = table(&aggs);
+        assert!(
+            t.contains(
+                "| baseline | 0.25 | 0.50 | 1.00 (1.00–1.00) | 2.00 | 1.00x | — | 0 | 0.40 / 1.50 / 2.30 |"
+            ),
+            "{t}"
+        );
+    }
+}
