@@ -35,7 +35,7 @@ pub struct LoadResult {
 
 /// Requests due in `duration` at `rate` per second.
 pub fn due_requests(rate: f64, duration: Duration) -> u64 {
-    if rate.is_nan() || rate <= 0.0 || !rate.is_finite() {
+    if !rate.is_finite() || rate <= 0.0 {
         return 0;
     }
     (rate * duration.as_secs_f64()).floor() as u64

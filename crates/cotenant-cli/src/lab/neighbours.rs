@@ -301,18 +301,27 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+/// The aggregate of `kind` at this setting, load and P (`share` at factor 1, the seed's).
+fn find_kind(
+    aggregates: &[Aggregate],
+    setting: Setting,
+    load: f64,
+    processes: u32,
+    kind: PoolKind,
+) -> Option<&Aggregate> {
+    aggregates.iter().find(|a| {
+        a.key.setting == setting
+            && a.key.load == load
+            && a.key.processes == processes
+            && a.key.kind == kind
+            && (kind != PoolKind::Share || a.key.share_factor == 1.0)
+    })
+}
+
 /// The verdict line for one setting, load and P: adaptive against ignorant and optimal (and
 /// share's throughput under overload), from the medians.
 pub fn verdict(aggregates: &[Aggregate], setting: Setting, load: f64, processes: u32) -> Option<String> {
-    let find = |kind| {
-        aggregates.iter().find(|a| {
-            a.key.setting == setting
-                && a.key.load == load
-                && a.key.processes == processes
-                && a.key.kind == kind
-                && (kind != PoolKind::Share || a.key.share_factor == 1.0)
-        })
-    };
+    let find = |kind| find_kind(aggregates, setting, load, processes, kind);
     let (adaptive, ignorant) = (find(PoolKind::Adaptive)?, find(PoolKind::Ignorant)?);
     let mut line = format!(
         "{}, load {:.0}%, P={processes}: adaptive service p99 {:.2}x ignorant's",
@@ -348,14 +357,7 @@ pub fn verdict(aggregates: &[Aggregate], setting: Setting, load: f64, processes:
 /// The verdict line of `go-neighbours` for one setting, load and P: the cotenant controller
 /// against Go's default GOMAXPROCS (and the static split, when it ran), from the medians.
 pub fn go_verdict(aggregates: &[Aggregate], setting: Setting, load: f64, processes: u32) -> Option<String> {
-    let find = |kind| {
-        aggregates.iter().find(|a| {
-            a.key.setting == setting
-                && a.key.load == load
-                && a.key.processes == processes
-                && a.key.kind == kind
-        })
-    };
+    let find = |kind| find_kind(aggregates, setting, load, processes, kind);
     let (controlled, default) = (find(PoolKind::GoCotenant)?, find(PoolKind::GoDefault)?);
     let mut line = format!(
         "{}, load {:.0}%, P={processes}: go + cotenant service p99 {:.2}x go default's",
