@@ -163,6 +163,10 @@ pub struct LabArgs {
     /// How `go-neighbours`' Go services run their items.
     #[arg(long, value_enum, default_value_t = GoItems::Limited)]
     pub go_items: GoItems,
+    /// `isolation`'s scenarios to run, comma-separated (default: all); baseline and
+    /// unisolated always run, as the ratios' denominators.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub scenarios: Vec<crate::lab::isolation::Scenario>,
 }
 
 /// How the Go worker runs its items (`go-neighbours`).

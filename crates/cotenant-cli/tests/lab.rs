@@ -148,24 +148,39 @@ fn isolation_quick_runs_every_scenario_with_both_tenants() {
     let results = smoke("isolation", &[]);
     let rows = results["rows"].as_array().unwrap();
     let scenarios: Vec<&str> = rows.iter().map(|r| r["scenario"].as_str().unwrap()).collect();
-    for s in
-        ["baseline", "baseline-pinned", "unisolated", "weighted", "nice", "idle", "cooperative", "background"]
-    {
+    for s in [
+        "baseline",
+        "baseline-pinned",
+        "unisolated",
+        "weighted",
+        "nice",
+        "idle",
+        "cooperative",
+        "background",
+        "unisolated-one-cgroup",
+        "idle-one-cgroup",
+        "background-one-cgroup",
+    ] {
         assert!(scenarios.contains(&s), "{s} missing: {scenarios:?}");
     }
+    // The idle-cgroup scenarios run wherever cgroups have cpu.idle (Linux 5.15+).
+    assert_eq!(scenarios.contains(&"cgroup-idle"), scenarios.contains(&"background-cgroup-idle"));
     for row in rows {
         assert_eq!(row["errors"], 0, "every request answered: {row}");
         assert!(row["completed"].as_u64().unwrap() > 0 && row["p99_us"].as_f64().unwrap() > 0.0, "{row}");
         let alone = row["scenario"] == "baseline" || row["scenario"] == "baseline-pinned";
         assert_eq!(row["b_chunks_per_s"].is_null(), alone, "B counted exactly when it ran: {row}");
+        // The doctor ran on A during every run and its top finding is stored with the numbers.
+        let top = row["doctor_top"].as_str().unwrap();
+        assert!(!top.is_empty() && row["doctor_summary"].as_str().unwrap().starts_with(top), "{row}");
     }
     let idle = rows.iter().find(|r| r["scenario"] == "idle").unwrap();
     assert_eq!(idle["b_ran_as"], "SCHED_IDLE", "{idle}");
-    assert!(results["verdicts"]
-        .as_array()
+    assert!(results["verdicts"].as_array().unwrap().iter().any(|v| v
+        .as_str()
         .unwrap()
-        .iter()
-        .any(|v| v.as_str().unwrap().starts_with("background pool:")));
+        .starts_with("background: A's p99")
+        && v.as_str().unwrap().contains("target")));
 }
 
 #[test]

@@ -35,4 +35,7 @@ mod sync;
 pub use cpus::{CpuBudget, Rounding};
 pub use metrics::Metrics;
 pub use policy::Policy;
-pub use pool::{Background, BuildError, Builder, Full, JoinError, Placement, Pool, Task, TrySpawnError};
+pub use pool::{
+    background_current_thread, Background, BuildError, Builder, Full, JoinError, Placement, Pool, Task,
+    TrySpawnError,
+};

@@ -384,3 +384,26 @@ fn background_workers_run_at_sched_idle_or_report_the_fallback() {
     assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_OTHER);
     pool.shutdown();
 }
+
+#[test]
+fn a_feeding_thread_moves_to_the_background_like_the_workers() {
+    // On a thread of its own: the change sticks to the calling thread.
+    let (outcome, policy, nice) = std::thread::spawn(|| {
+        let outcome = cotenant::background_current_thread();
+        // SAFETY: both calls only read the calling thread's scheduling state.
+        let (policy, nice) = unsafe {
+            *libc::__errno_location() = 0;
+            (libc::sched_getscheduler(0), libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t))
+        };
+        (outcome, policy, nice)
+    })
+    .join()
+    .unwrap();
+    match outcome {
+        cotenant::Background::SchedIdle => assert_eq!(policy, libc::SCHED_IDLE),
+        cotenant::Background::Nice19 { .. } => assert_eq!(nice, 19),
+        other => panic!("running as root here, at least nice 19 is allowed: {other}"),
+    }
+    // SAFETY: reads the calling thread's policy.
+    assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_OTHER, "other threads are untouched");
+}

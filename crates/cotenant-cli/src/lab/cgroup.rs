@@ -188,6 +188,12 @@ impl Cgroup {
         }
     }
 
+    /// Marks a cpu directory idle or not (`cpu.idle`, Linux 5.15+, both versions): an idle
+    /// cgroup competes with its siblings the way a `SCHED_IDLE` thread competes with others.
+    pub fn set_idle(dir: &Path, idle: bool) -> io::Result<()> {
+        fs::write(dir.join("cpu.idle"), if idle { "1" } else { "0" })
+    }
+
     /// Runs `program args` inside this cgroup (see [`command`](Self::command)) and returns its
     /// stdout; fails when the program does.
     #[allow(dead_code)] // used by the integration tests, which share this file

@@ -29,35 +29,48 @@ pub const RATE: f64 = 2000.0;
 pub const WORK_US: u64 = 200;
 /// Keep-alive connections of the load generator.
 pub const CONNECTIONS: usize = 16;
+/// How long `doctor --pid <A>` samples during a run (at most half the run).
+const DOCTOR_SAMPLE: Duration = Duration::from_secs(2);
 /// Between B's start and the load's: B at full speed, A's pool idle.
 const WARM_UP: Duration = Duration::from_millis(500);
 
 /// One isolation option.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scenario {
     /// A alone.
     Baseline,
     /// A alone, its pool's workers pinned.
     BaselinePinned,
-    /// A and B, equal weights, no hints.
+    /// A and B, each in its own cgroup, equal weights, no hints (the seed's containers).
     Unisolated,
     /// B at a tenth of A's weight (`cpu.shares` 102 vs 1024; `cpu.weight` 10 vs 100).
     Weighted,
     /// Disjoint cpusets, half the CPUs each.
     Pinned,
-    /// B at nice 19.
+    /// B's threads at nice 19.
     Nice,
-    /// B at `SCHED_IDLE`.
+    /// B's threads at `SCHED_IDLE`.
     Idle,
+    /// B's threads at normal priority, B's cgroup marked idle (`cpu.idle` = 1, Linux 5.15+).
+    CgroupIdle,
     /// B's work on a cotenant adaptive pool.
     Cooperative,
-    /// B's work on a cotenant background pool.
+    /// B's work on a cotenant background pool (`SCHED_IDLE` workers, fed from `SCHED_IDLE`).
     Background,
+    /// The background pool in a cgroup marked idle: the deployment `docs/background.md`
+    /// recommends when the batch job has a cgroup of its own.
+    BackgroundCgroupIdle,
+    /// A and B in one cgroup, no hints (two processes of one container or service).
+    UnisolatedOneCgroup,
+    /// A and B in one cgroup, B's threads at `SCHED_IDLE`.
+    IdleOneCgroup,
+    /// A and B in one cgroup, B on a cotenant background pool.
+    BackgroundOneCgroup,
 }
 
 /// Every scenario, in table order.
-pub const SCENARIOS: [Scenario; 9] = [
+pub const SCENARIOS: [Scenario; 14] = [
     Scenario::Baseline,
     Scenario::BaselinePinned,
     Scenario::Unisolated,
@@ -65,9 +78,25 @@ pub const SCENARIOS: [Scenario; 9] = [
     Scenario::Pinned,
     Scenario::Nice,
     Scenario::Idle,
+    Scenario::CgroupIdle,
     Scenario::Cooperative,
     Scenario::Background,
+    Scenario::BackgroundCgroupIdle,
+    Scenario::UnisolatedOneCgroup,
+    Scenario::IdleOneCgroup,
+    Scenario::BackgroundOneCgroup,
 ];
+
+/// Where B runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BCgroup {
+    /// In its own cgroup, a sibling of A's.
+    Own,
+    /// In its own cgroup, marked idle (`cpu.idle` = 1).
+    OwnIdle,
+    /// In A's cgroup.
+    SharedWithA,
+}
 
 impl Scenario {
     /// The name in tables.
@@ -80,8 +109,13 @@ impl Scenario {
             Scenario::Pinned => "pinned",
             Scenario::Nice => "nice",
             Scenario::Idle => "idle",
+            Scenario::CgroupIdle => "cgroup-idle",
             Scenario::Cooperative => "cooperative",
             Scenario::Background => "background",
+            Scenario::BackgroundCgroupIdle => "background-cgroup-idle",
+            Scenario::UnisolatedOneCgroup => "unisolated-one-cgroup",
+            Scenario::IdleOneCgroup => "idle-one-cgroup",
+            Scenario::BackgroundOneCgroup => "background-one-cgroup",
         }
     }
 
@@ -89,12 +123,34 @@ impl Scenario {
     pub fn batch_args(self) -> Option<&'static [&'static str]> {
         match self {
             Scenario::Baseline | Scenario::BaselinePinned => None,
-            Scenario::Unisolated | Scenario::Weighted | Scenario::Pinned => Some(&["--mode", "plain"]),
+            Scenario::Unisolated
+            | Scenario::Weighted
+            | Scenario::Pinned
+            | Scenario::CgroupIdle
+            | Scenario::UnisolatedOneCgroup => Some(&["--mode", "plain"]),
             Scenario::Nice => Some(&["--mode", "plain", "--priority", "nice"]),
-            Scenario::Idle => Some(&["--mode", "plain", "--priority", "idle"]),
+            Scenario::Idle | Scenario::IdleOneCgroup => Some(&["--mode", "plain", "--priority", "idle"]),
             Scenario::Cooperative => Some(&["--mode", "adaptive"]),
-            Scenario::Background => Some(&["--mode", "background"]),
+            Scenario::Background | Scenario::BackgroundCgroupIdle | Scenario::BackgroundOneCgroup => {
+                Some(&["--mode", "background"])
+            }
         }
+    }
+
+    /// Where B runs.
+    pub fn b_cgroup(self) -> BCgroup {
+        match self {
+            Scenario::CgroupIdle | Scenario::BackgroundCgroupIdle => BCgroup::OwnIdle,
+            Scenario::UnisolatedOneCgroup | Scenario::IdleOneCgroup | Scenario::BackgroundOneCgroup => {
+                BCgroup::SharedWithA
+            }
+            _ => BCgroup::Own,
+        }
+    }
+
+    /// Whether this is one of the background-pool scenarios the issue's target applies to.
+    pub fn is_background_pool(self) -> bool {
+        matches!(self, Scenario::Background | Scenario::BackgroundCgroupIdle | Scenario::BackgroundOneCgroup)
     }
 
     /// The seed's 22-CPU figures (p50, p95, p99 ms) where it ran this scenario.
@@ -188,11 +244,12 @@ pub fn verdicts(aggregates: &[Aggregate]) -> Vec<String> {
             tput * 100.0
         ));
     }
-    if let Some(bg) = find(aggregates, Scenario::Background) {
+    for bg in aggregates.iter().filter(|a| a.scenario.is_background_pool()) {
         let (p99, tput) = ratios(aggregates, bg);
         let holds = p99 <= 1.2 && tput >= 0.9;
         out.push(format!(
-            "background pool: A's p99 {p99:.2}x baseline's (target at most 1.2x), B {:.0}% of unisolated (target at least 90%): {}",
+            "{}: A's p99 {p99:.2}x baseline's (target at most 1.2x), B {:.0}% of unisolated (target at least 90%): {}",
+            bg.scenario.name(),
             tput * 100.0,
             if holds { "met" } else { "NOT met" }
         ));
@@ -252,7 +309,7 @@ fn run_once(
     layout: &Layout,
     scenario: Scenario,
     config: &Config,
-) -> anyhow::Result<(RunFigures, String)> {
+) -> anyhow::Result<(RunFigures, String, Diagnosis)> {
     let exe = std::env::current_exe().context("locating the cotenant binary")?;
     let parent = std::process::id().to_string();
     let (cpus_a, cpus_b) = split_cpus(lab.host.cpus);
@@ -264,6 +321,9 @@ fn run_once(
     Cgroup::set_weight(layout, cg_a.cpu_dir(false), 100).context("setting A's weight")?;
     let b_weight = if scenario == Scenario::Weighted { 10 } else { 100 };
     Cgroup::set_weight(layout, cg_b.cpu_dir(false), b_weight).context("setting B's weight")?;
+    if scenario.b_cgroup() == BCgroup::OwnIdle {
+        Cgroup::set_idle(cg_b.cpu_dir(false), true).context("marking B's cgroup idle (cpu.idle)")?;
+    }
 
     let mut a_args = vec!["lab-tenant", "server", "--parent", &parent];
     let work = WORK_US.to_string();
@@ -292,8 +352,9 @@ fn run_once(
             let mut b_args = vec!["lab-tenant", "batch", "--parent", &parent];
             b_args.extend(extra);
             b_args.extend(["--measure-from-ns", &from_ns, "--measure-ms", &window_ms]);
+            let home = if scenario.b_cgroup() == BCgroup::SharedWithA { &cg_a } else { &cg_b };
             Some(Tenant(
-                cg_b.command(&exe, &b_args, None)
+                home.command(&exe, &b_args, None)
                     .stdin(Stdio::null())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
@@ -306,7 +367,25 @@ fn run_once(
     if let Ok(wait) = measure_from.duration_since(SystemTime::now()) {
         std::thread::sleep(wait);
     }
+    // The doctor samples A in the middle of the load window, as an engineer would run it
+    // while the service is slow (issue 6, item 5).
+    let a_pid = a.0.id();
+    let sample = doctor_sample(window);
+    let doctor = std::thread::spawn(move || {
+        std::thread::sleep(window.saturating_sub(sample) / 2);
+        crate::doctor::diagnose(&crate::doctor::DoctorOptions {
+            pid: Some(a_pid),
+            duration: sample,
+            root: "/".into(),
+        })
+    });
     let load = loadgen::drive(addr, config.rate, window, CONNECTIONS)?;
+    let report = doctor.join().map_err(|_| anyhow::anyhow!("the doctor thread panicked"))?;
+    let diagnosis = Diagnosis {
+        scenario,
+        top: report.findings.first().map_or("nothing-wrong", |f| f.kind).to_owned(),
+        summary: report.summary(),
+    };
     let (b_chunks_per_s, b_priority) = match b.as_mut() {
         Some(b) => {
             let mut out = String::new();
@@ -332,7 +411,68 @@ fn run_once(
         errors: load.errors + (load.due - load.completed - load.errors),
         b_chunks_per_s,
     };
-    Ok((figures, b_priority))
+    Ok((figures, b_priority, diagnosis))
+}
+
+/// Whether a new cgroup here has `cpu.idle` (Linux 5.15+), probed with a throw-away cgroup.
+fn has_cpu_idle(layout: &Layout) -> bool {
+    Cgroup::create(layout, LAB_PREFIX, "iso-probe", false, None)
+        .map(|probe| probe.cpu_dir(false).join("cpu.idle").exists())
+        .unwrap_or(false)
+}
+
+/// How long the doctor samples during a run of `window`: 2 s, or half a shorter window.
+pub fn doctor_sample(window: Duration) -> Duration {
+    DOCTOR_SAMPLE.min(window / 2)
+}
+
+/// What `doctor --pid <A>` said during one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diagnosis {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// The top finding's kind (`cpu-contention`, `nothing-wrong`, ...).
+    pub top: String,
+    /// The report's one-line summary.
+    pub summary: String,
+}
+
+/// One line per scenario: the top finding of each repeat's diagnosis, the most frequent first
+/// with its count, and the first repeat's summary.
+pub fn doctor_lines(scenarios: &[Scenario], diagnoses: &[Diagnosis]) -> Vec<String> {
+    let mut out = Vec::new();
+    for &scenario in scenarios {
+        let mine: Vec<&Diagnosis> = diagnoses.iter().filter(|d| d.scenario == scenario).collect();
+        let Some(first) = mine.first() else { continue };
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        for d in &mine {
+            match counts.iter_mut().find(|(k, _)| *k == d.top) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((&d.top, 1)),
+            }
+        }
+        // Stable: ties keep the order of first appearance.
+        counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+        let tally: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}/{}", mine.len())).collect();
+        out.push(format!("{}: {} — \"{}\"", scenario.name(), tally.join(", "), first.summary));
+    }
+    out
+}
+
+/// The scenarios to run: the requested ones (all when none), always with baseline and
+/// unisolated (the ratios' denominators), in table order; pinned only with a cpuset controller.
+pub fn chosen_scenarios(requested: &[Scenario], has_cpuset: bool, has_cpu_idle: bool) -> Vec<Scenario> {
+    SCENARIOS
+        .iter()
+        .copied()
+        .filter(|s| {
+            requested.is_empty()
+                || requested.contains(s)
+                || matches!(s, Scenario::Baseline | Scenario::Unisolated)
+        })
+        .filter(|s| *s != Scenario::Pinned || has_cpuset)
+        .filter(|s| s.b_cgroup() != BCgroup::OwnIdle || has_cpu_idle)
+        .collect()
 }
 
 /// Runs the experiment.
@@ -348,18 +488,20 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
     };
     let config =
         Config { seconds: args.seconds.map_or(if args.quick { 1.0 } else { 5.0 }, |s| s as f64), rate: RATE };
-    let repeats = args.repeats.unwrap_or(if args.quick { 1 } else { 3 });
-    let scenarios: Vec<Scenario> =
-        SCENARIOS.iter().copied().filter(|s| *s != Scenario::Pinned || layout.has_cpuset()).collect();
+    let repeats = args.repeats.unwrap_or(if args.quick { 1 } else { 5 }) as usize;
+    let has_cpu_idle = has_cpu_idle(layout);
+    let scenarios = chosen_scenarios(&args.scenarios, layout.has_cpuset(), has_cpu_idle);
     let mut outcome = Outcome::default();
-    let mut aggregates = Vec::new();
+    let mut runs: Vec<Vec<RunFigures>> = vec![Vec::new(); scenarios.len()];
     let mut priorities = Vec::new();
-    for &scenario in &scenarios {
-        let mut runs = Vec::new();
-        for repeat in 0..repeats {
+    let mut diagnoses = Vec::new();
+    // Repeats are interleaved (every scenario once, then again) so that a slow drift in the
+    // host's background noise spreads over all scenarios instead of biasing one.
+    for repeat in 0..repeats {
+        for (i, &scenario) in scenarios.iter().enumerate() {
             let busy_before = lab.quiet_check();
-            eprintln!("lab isolation: {}, repeat {}/{repeats}", scenario.name(), repeat + 1);
-            let (figures, priority) = run_once(lab, layout, scenario, &config)?;
+            eprintln!("lab isolation: repeat {}/{repeats}, {}", repeat + 1, scenario.name());
+            let (figures, priority, diagnosis) = run_once(lab, layout, scenario, &config)?;
             let mut row = serde_json::Map::new();
             row.insert("scenario".into(), scenario.name().into());
             row.insert("repeat".into(), repeat.into());
@@ -381,19 +523,24 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
                 },
             );
             row.insert("b_ran_as".into(), priority.clone().into());
+            row.insert("doctor_top".into(), diagnosis.top.clone().into());
+            row.insert("doctor_summary".into(), diagnosis.summary.clone().into());
             outcome.rows.push(row);
-            runs.push(figures);
+            runs[i].push(figures);
+            diagnoses.push(diagnosis);
             if repeat == 0 && !priority.is_empty() {
                 priorities.push(format!("{}: {priority}", scenario.name()));
             }
         }
-        aggregates.push(aggregate(scenario, &runs));
     }
+    let aggregates: Vec<Aggregate> =
+        scenarios.iter().zip(&runs).map(|(&scenario, runs)| aggregate(scenario, runs)).collect();
     let mut report = format!(
         "Tenant A: an HTTP/1.1 server (tiny_http) doing {WORK_US} µs of CPU work per request on a pool of one \
          worker per CPU, offered {RATE} requests/s open loop over {CONNECTIONS} keep-alive loopback connections \
          (latency from each request's intended send time). Tenant B: CPU-bound chunks on every CPU. Each in its \
-         own cgroup, equal weights unless said; {:.0} s runs after a {} ms warm-up, {repeats} repeats, medians.\n\n",
+         own cgroup (sibling cgroups of equal weight) unless the scenario says otherwise; {:.0} s runs after a {} ms warm-up, {repeats} repeats \
+         interleaved, medians.\n\n",
         config.seconds,
         WARM_UP.as_millis()
     );
@@ -401,7 +548,19 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
     if !layout.has_cpuset() {
         report.push_str("\nThe pinned scenario was skipped: no cpuset controller.\n");
     }
+    if !has_cpu_idle {
+        report.push_str("\nThe cgroup-idle scenarios were skipped: this kernel's cgroups have no cpu.idle (Linux 5.15+).\n");
+    }
     let _ = writeln!(report, "\nB ran as: {}.", priorities.join("; "));
+    let _ = writeln!(
+        report,
+        "\n`cotenant doctor --pid <A>` during each run ({} s in the middle of the load), top finding per \
+         repeat:\n",
+        doctor_sample(Duration::from_secs_f64(config.seconds)).as_secs_f64()
+    );
+    for line in doctor_lines(&scenarios, &diagnoses) {
+        let _ = writeln!(report, "- {line}");
+    }
     outcome.report = report;
     outcome.verdicts = verdicts(&aggregates);
     outcome.charts = vec![Chart {
@@ -467,6 +626,40 @@ mod tests {
                 "| baseline | 0.25 | 0.50 | 1.00 (1.00–1.00) | 2.00 | 1.00x | — | 0 | 0.40 / 1.50 / 2.30 |"
             ),
             "{t}"
+        );
+    }
+
+    #[test]
+    fn baseline_and_unisolated_always_run_and_missing_controllers_skip_their_scenarios() {
+        assert_eq!(chosen_scenarios(&[], true, true), SCENARIOS.to_vec());
+        assert_eq!(
+            chosen_scenarios(&[Scenario::Background], true, true),
+            vec![Scenario::Baseline, Scenario::Unisolated, Scenario::Background]
+        );
+        let without = chosen_scenarios(&[], false, false);
+        assert!(!without.contains(&Scenario::Pinned));
+        assert!(
+            !without.contains(&Scenario::CgroupIdle) && !without.contains(&Scenario::BackgroundCgroupIdle)
+        );
+        assert!(without.contains(&Scenario::BackgroundOneCgroup), "needs no controller beyond cpu");
+    }
+
+    #[test]
+    fn doctor_lines_count_each_top_finding_over_the_repeats() {
+        let d = |scenario, top: &str| Diagnosis { scenario, top: top.into(), summary: format!("{top}: ...") };
+        let diagnoses = [
+            d(Scenario::Unisolated, "cpu-pressure"),
+            d(Scenario::Unisolated, "cpu-contention"),
+            d(Scenario::Baseline, "nothing-wrong"),
+            d(Scenario::Unisolated, "cpu-contention"),
+        ];
+        let lines = doctor_lines(&[Scenario::Baseline, Scenario::Unisolated, Scenario::Idle], &diagnoses);
+        assert_eq!(
+            lines,
+            vec![
+                "baseline: nothing-wrong 1/1 — \"nothing-wrong: ...\"".to_owned(),
+                "unisolated: cpu-contention 2/3, cpu-pressure 1/3 — \"cpu-pressure: ...\"".to_owned(),
+            ]
         );
     }
 }

@@ -157,6 +157,12 @@ fn batch(args: &LabTenantArgs) -> anyhow::Result<ExitCode> {
             // Feed it ~1 ms tasks; the queue's capacity makes the feeder wait when it is full.
             let (feeder_pool, count, stop) = (built.clone(), count.clone(), stop.clone());
             threads.push(std::thread::spawn(move || {
+                // A batch job on a background pool feeds it from the background too: a
+                // feeder at normal priority would wake whenever the queue has room and take
+                // the CPU from A.
+                if background {
+                    cotenant::background_current_thread();
+                }
                 while !stop.load(Ordering::Relaxed) {
                     let (count, stop) = (count.clone(), stop.clone());
                     feeder_pool.execute(move || {

@@ -40,7 +40,7 @@ use sleep::Sleep;
 use task::{failed_task, task_pair, Job, Outcome};
 use worker::WorkerStats;
 
-pub use placement::{Background, Placement};
+pub use placement::{background_current_thread, Background, Placement};
 pub use task::{JoinError, Task};
 
 /// The default queue capacity: room for a burst of a few thousand tasks without blocking the
@@ -220,6 +220,13 @@ impl Builder {
     /// wants: for batch work that must never delay a latency-sensitive neighbour. Where
     /// `SCHED_IDLE` is refused the workers fall back to nice 19 (logged, and reported by
     /// [`Pool::placement`]). Default: off.
+    ///
+    /// `SCHED_IDLE` ranks threads only against the other threads of their own cgroup: a
+    /// neighbour in another cgroup still meets this pool's cgroup at its full weight, and on
+    /// Linux 6.x the workers' sleeps and wake-ups made things *worse* for such a neighbour
+    /// than plain busy threads (`docs/background.md`, measured by `cotenant lab isolation`).
+    /// Give the batch job a cgroup of its own marked idle (`cpu.idle` = 1) and feed the pool
+    /// from the background too ([`background_current_thread`]).
     pub fn background(mut self, background: bool) -> Self {
         self.background = background;
         self

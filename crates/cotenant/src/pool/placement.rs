@@ -100,6 +100,16 @@ pub(crate) fn weakest(outcomes: impl IntoIterator<Item = Background>) -> Option<
     outcomes.into_iter().max_by_key(rank)
 }
 
+/// Moves the calling thread to the background exactly as a background pool moves its workers
+/// (`SCHED_IDLE`, else nice 19, else unchanged) and says which happened.
+///
+/// For the thread that *feeds* a background pool: a feeder left at normal priority wakes each
+/// time the pool's queue has room and competes with the latency-sensitive neighbour the pool
+/// is keeping out of the way. Threads it starts afterwards inherit the setting.
+pub fn background_current_thread() -> Background {
+    lower_current_thread()
+}
+
 /// Applies `request` to the calling thread (a worker, before its first task).
 pub(crate) fn apply(index: usize, request: &Request) -> Outcome {
     let cpu = request.cpu.and_then(|cpu| match pin_current_thread(cpu) {
