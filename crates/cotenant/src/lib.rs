@@ -14,6 +14,7 @@
 //! | module | what it owns |
 //! |---|---|
 //! | [`cpus`] | [`CpuBudget`]: the CPU count, every source it came from, cheap refresh |
+//! | [`bandwidth`] | a user-space CPU quota per period: atomic global pool, slices, slush fund |
 //! | [`pool`] | [`Pool`], [`Builder`], [`Task`], [`Full`]: the friendly pool |
 //! | [`policy`] | [`Policy`]: pure decisions from a [`policy::Sample`]; the simulator |
 //! | [`sampler`] | host and process CPU counters read each period |
@@ -22,6 +23,7 @@
 
 #[cfg(not(loom))]
 pub mod advisor;
+pub mod bandwidth;
 pub mod cpus;
 mod kfile;
 pub mod metrics;
