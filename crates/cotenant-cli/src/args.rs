@@ -42,6 +42,12 @@ pub enum Command {
     /// weights, cpusets, pressure, migrations, NUMA, oversized pools. Without --pid: the host.
     /// The --json shape is documented in docs/doctor.md.
     Doctor(DoctorArgs),
+    /// Change a cgroup's CPU settings, writing only what differs (`cgroup set`).
+    ///
+    /// Every write of a CPU quota, even of the same value, resets the kernel's bandwidth pools
+    /// and can throttle the cgroup (seed 001 §IV-A2); `set` reads the current values, writes
+    /// only the files that differ, and reads them back. Details in docs/cgroup-set.md.
+    Cgroup(CgroupArgs),
     /// Internal: one process of a lab experiment (started by `cotenant lab`).
     #[command(hide = true)]
     LabWorker(LabWorkerArgs),
@@ -119,6 +125,43 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         return Err(format!("the duration must be between 100ms and 60s, got {text:?}"));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[derive(Debug, Args)]
+pub struct CgroupArgs {
+    #[command(subcommand)]
+    pub command: CgroupCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CgroupCommand {
+    /// Set the CPU quota (as CPUs), period and burst of a cgroup (v1 or v2); unchanged values
+    /// are not rewritten.
+    Set(CgroupSetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CgroupSetArgs {
+    /// The cgroup directory: absolute, or relative to the cpu controller's mount point.
+    #[arg(value_name = "CGROUP")]
+    pub cgroup: PathBuf,
+    /// CPUs the quota allows per period (e.g. 1.5), or `max` for no limit.
+    #[arg(long, value_name = "X", value_parser = crate::cgroup_set::parse_cpus)]
+    #[arg(allow_negative_numbers = true)] // so that `--cpus -1` gets parse_cpus's message
+    pub cpus: crate::cgroup_set::Cpus,
+    /// The period: "100ms", "0.1s", "50000us" (1ms to 1s; default: keep the current one).
+    #[arg(long = "period", value_name = "P", value_parser = crate::cgroup_set::parse_period)]
+    pub period_us: Option<u64>,
+    /// The burst, at most the quota: "20ms", "0us" (default: leave it; Linux 5.14+).
+    #[arg(long = "burst", value_name = "B", value_parser = crate::cgroup_set::parse_micros)]
+    pub burst_us: Option<u64>,
+    /// Print a JSON object (fields in docs/cgroup-set.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Read /proc/self/mountinfo and place mount points under DIR instead of / (a test
+    /// fixture); an absolute CGROUP is used as it is.
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub root: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -2,6 +2,7 @@
 //! `cotenant: ...`, and picks the exit code here, in one place.
 
 mod args;
+mod cgroup_set;
 mod cmd;
 mod doctor;
 mod lab;
@@ -51,6 +52,7 @@ fn run() -> anyhow::Result<ExitCode> {
         args::Command::Run(a) => cmd::run::run(&a),
         args::Command::Env(a) => cmd::run::env(&a),
         args::Command::Doctor(a) => cmd::doctor::run(&a),
+        args::Command::Cgroup(a) => cmd::cgroup::run(&a),
         args::Command::LabWorker(a) => lab::worker::run(&a),
         args::Command::LabProbe => lab::runtimes::probe_main(),
         args::Command::LabTenant(a) => lab::tenants::run(&a),
