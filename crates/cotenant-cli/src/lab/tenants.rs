@@ -157,9 +157,9 @@ fn batch(args: &LabTenantArgs) -> anyhow::Result<ExitCode> {
             // Feed it ~1 ms tasks; the queue's capacity makes the feeder wait when it is full.
             let (feeder_pool, count, stop) = (built.clone(), count.clone(), stop.clone());
             threads.push(std::thread::spawn(move || {
-                // A batch job on a background pool feeds it from the background too: a
-                // feeder at normal priority would wake whenever the queue has room and take
-                // the CPU from A.
+                // The whole batch job runs in the background, its feeder too. (Measured both
+                // ways, RESULTS.md "isolation": a normal-priority feeder gave 2.25x, this one
+                // 11x; neither meets the target, the cause is open.)
                 if background {
                     cotenant::background_current_thread();
                 }

@@ -225,8 +225,8 @@ impl Builder {
     /// neighbour in another cgroup still meets this pool's cgroup at its full weight, and on
     /// Linux 6.x the workers' sleeps and wake-ups made things *worse* for such a neighbour
     /// than plain busy threads (`docs/background.md`, measured by `cotenant lab isolation`).
-    /// Give the batch job a cgroup of its own marked idle (`cpu.idle` = 1) and feed the pool
-    /// from the background too ([`background_current_thread`]).
+    /// Give the batch job a cgroup of its own marked idle (`cpu.idle` = 1); that, not this
+    /// setting, is what protected the neighbour in the measurements.
     pub fn background(mut self, background: bool) -> Self {
         self.background = background;
         self

@@ -103,9 +103,9 @@ pub(crate) fn weakest(outcomes: impl IntoIterator<Item = Background>) -> Option<
 /// Moves the calling thread to the background exactly as a background pool moves its workers
 /// (`SCHED_IDLE`, else nice 19, else unchanged) and says which happened.
 ///
-/// For the thread that *feeds* a background pool: a feeder left at normal priority wakes each
-/// time the pool's queue has room and competes with the latency-sensitive neighbour the pool
-/// is keeping out of the way. Threads it starts afterwards inherit the setting.
+/// For the thread that *feeds* a background pool, so that the whole batch job runs in the
+/// background. Threads it starts afterwards inherit the setting. Like the workers' own
+/// `SCHED_IDLE`, it ranks the thread only within its cgroup: `docs/background.md`.
 pub fn background_current_thread() -> Background {
     lower_current_thread()
 }
