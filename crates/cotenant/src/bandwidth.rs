@@ -88,6 +88,8 @@ pub struct Bandwidth {
     /// The last period in which a take was refused, and how many periods were.
     last_throttled: AtomicU64,
     throttled_periods: AtomicU64,
+    /// Periods that began with less than a full quota because the previous one left a debt.
+    short_periods: AtomicU64,
     /// Nanoseconds charged in all.
     charged_ns: AtomicU64,
 }
@@ -121,6 +123,7 @@ impl Bandwidth {
             slush: AtomicI64::new(0),
             last_throttled: AtomicU64::new(u64::MAX),
             throttled_periods: AtomicU64::new(0),
+            short_periods: AtomicU64::new(0),
             charged_ns: AtomicU64::new(0),
         })
     }
@@ -138,6 +141,13 @@ impl Bandwidth {
     /// Periods in which a take was refused.
     pub fn throttled_periods(&self) -> u64 {
         self.throttled_periods.load(Ordering::Relaxed)
+    }
+
+    /// Periods that began with less than a full quota because the one before ended in debt
+    /// (an overrun not paid by the slush fund): the seed's "throttled although it did not use
+    /// its quota" in the making.
+    pub fn short_periods(&self) -> u64 {
+        self.short_periods.load(Ordering::Relaxed)
     }
 
     /// Nanoseconds charged in all.
@@ -177,6 +187,9 @@ impl Bandwidth {
                 .compare_exchange(state, pack(now_period, refilled), Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
+                if refilled < self.quota_ns {
+                    self.short_periods.fetch_add(1, Ordering::Relaxed);
+                }
                 if self.slush_enabled {
                     self.slush.store(leftover.min(self.quota_ns), Ordering::Release);
                 }
@@ -355,6 +368,7 @@ mod tests {
         assert_eq!(b.balance_ns(50 * MS), -30 * MS as i64);
         assert!(b.take(60 * MS).is_err());
         assert_eq!(b.balance_ns(100 * MS), 70 * MS as i64, "period 1 pays the 30 ms debt");
+        assert_eq!(b.short_periods(), 1);
         assert_eq!(b.balance_ns(1_000 * MS), 100 * MS as i64, "ten idle periods still leave one quota");
     }
 

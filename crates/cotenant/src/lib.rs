@@ -35,8 +35,11 @@ pub mod sampler;
 mod sync;
 
 pub use cpus::{CpuBudget, Rounding};
+pub use metrics::BudgetMetrics;
 pub use metrics::Metrics;
 pub use policy::Policy;
+#[cfg(not(loom))]
+pub use pool::checkpoint;
 pub use pool::{
     background_current_thread, Background, BuildError, Builder, Full, JoinError, Placement, Pool, Task,
     TrySpawnError,

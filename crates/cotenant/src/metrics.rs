@@ -41,6 +41,28 @@ pub struct Metrics {
     /// Counter: workers woken beyond the target because a task waited while a CPU was idle
     /// (borrowing, `Policy::adaptive`).
     pub borrows: u64,
+    /// The CPU budget's counters, for a pool built with
+    /// [`cpu_budget`](crate::Builder::cpu_budget).
+    pub budget: Option<BudgetMetrics>,
+}
+
+/// The counters of a pool's user-space CPU budget (see [`crate::Builder::cpu_budget`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct BudgetMetrics {
+    /// CPU time per period (ns).
+    pub quota_ns: u64,
+    /// The period (ns).
+    pub period_ns: u64,
+    /// Periods since the pool started, the current one included.
+    pub periods: u64,
+    /// Counter: periods in which a worker found the budget spent and parked until the refill.
+    pub throttled_periods: u64,
+    /// Counter: periods that began with less than a full quota, paying an overrun of the
+    /// period before that the slush fund could not pay.
+    pub short_periods: u64,
+    /// Counter: CPU time the workers charged (ns).
+    pub charged_ns: u64,
 }
 
 impl Metrics {
@@ -61,8 +83,39 @@ impl Metrics {
             ("sample_errors_total", "counter", "periods whose sampling failed", self.sample_errors),
             ("borrows_total", "counter", "workers woken beyond the target onto an idle CPU", self.borrows),
         ];
+        let budget_rows = self.budget.map(|b| {
+            [
+                ("budget_quota_seconds", "gauge", "CPU budget per period", b.quota_ns),
+                ("budget_period_seconds", "gauge", "CPU budget period", b.period_ns),
+                ("budget_charged_seconds_total", "counter", "CPU time charged to the budget", b.charged_ns),
+            ]
+        });
+        let budget_counts = self.budget.map(|b| {
+            [
+                ("budget_periods_total", "counter", "CPU budget periods", b.periods),
+                (
+                    "budget_throttled_periods_total",
+                    "counter",
+                    "periods the budget ran out",
+                    b.throttled_periods,
+                ),
+                (
+                    "budget_short_periods_total",
+                    "counter",
+                    "periods that began paying a debt",
+                    b.short_periods,
+                ),
+            ]
+        });
         let mut out = String::new();
-        for (name, kind, help, value) in rows {
+        for (name, kind, help, value) in budget_rows.into_iter().flatten() {
+            out.push_str(&format!(
+                "# HELP cotenant_pool_{name} {help}\n# TYPE cotenant_pool_{name} {kind}\n\
+                 cotenant_pool_{name}{{pool=\"{label}\"}} {}\n",
+                value as f64 / 1e9
+            ));
+        }
+        for (name, kind, help, value) in rows.into_iter().chain(budget_counts.into_iter().flatten()) {
             out.push_str(&format!(
                 "# HELP cotenant_pool_{name} {help}\n# TYPE cotenant_pool_{name} {kind}\n\
                  cotenant_pool_{name}{{pool=\"{label}\"}} {value}\n"
@@ -90,6 +143,19 @@ impl fmt::Display for Metrics {
             self.decisions,
             self.sample_errors,
             self.borrows
-        )
+        )?;
+        if let Some(b) = self.budget {
+            write!(
+                f,
+                "; budget {:.2} CPUs per {:?}: {} of {} periods throttled, {} short, {:.3} s charged",
+                b.quota_ns as f64 / b.period_ns.max(1) as f64,
+                std::time::Duration::from_nanos(b.period_ns),
+                b.throttled_periods,
+                b.periods,
+                b.short_periods,
+                b.charged_ns as f64 / 1e9
+            )?;
+        }
+        Ok(())
     }
 }

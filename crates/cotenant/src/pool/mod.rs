@@ -10,9 +10,12 @@
 //! | `sleep.rs` | the target, sleeping workers and wake-ups (protocol in `pool/README.md`) |
 //! | `worker.rs` | the worker loop and per-worker counters |
 //! | `borrow.rs` | borrowing an idle CPU between decisions (`policy/borrow.rs`) |
+//! | `budget.rs` | the user-space CPU budget: slices, charging, parking at exhaustion, [`checkpoint`] |
 //! | `control.rs` | the process-wide control thread: sampler → policy → `set_target` |
 
 mod borrow;
+#[cfg(not(loom))]
+mod budget;
 #[cfg(not(loom))]
 pub(crate) mod control;
 mod placement;
@@ -40,6 +43,8 @@ use sleep::Sleep;
 use task::{failed_task, task_pair, Job, Outcome};
 use worker::WorkerStats;
 
+#[cfg(not(loom))]
+pub use budget::checkpoint;
 pub use placement::{background_current_thread, Background, Placement};
 pub use task::{JoinError, Task};
 
@@ -150,6 +155,8 @@ pub struct Builder {
     name: String,
     pin_workers: bool,
     background: bool,
+    cpu_budget: Option<(f64, Duration)>,
+    budget_slush: bool,
 }
 
 impl Default for Builder {
@@ -163,6 +170,8 @@ impl Default for Builder {
             name: "cotenant".to_owned(),
             pin_workers: false,
             background: false,
+            cpu_budget: None,
+            budget_slush: true,
         }
     }
 }
@@ -232,6 +241,39 @@ impl Builder {
         self
     }
 
+    /// Caps the CPU time the workers use together at `cpus` CPUs' worth per `period`, in user
+    /// space (no cgroup, no root): a worker takes a slice of CPU time from a shared budget
+    /// before running tasks, charges what its thread CPU clock says it used, and parks until
+    /// the next period when the budget is spent (seed 001 §IV, `docs/cpu-budget.md`).
+    ///
+    /// A running task cannot be interrupted: a slice overruns by up to the rest of the task,
+    /// and the overrun is paid from what the previous period left unused (the slush fund),
+    /// then from the next period. Long tasks can call [`checkpoint`] to park mid-task.
+    /// `cpus` must be positive and `period` between 1 ms and 1 s. Default: no budget.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let pool = cotenant::Pool::builder()
+    ///     .cpu_budget(1.5, Duration::from_millis(100))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(pool.spawn(|| 6 * 7).join().unwrap(), 42);
+    /// assert!(pool.metrics().budget.is_some());
+    /// ```
+    pub fn cpu_budget(mut self, cpus: f64, period: Duration) -> Self {
+        self.cpu_budget = Some((cpus, period));
+        self
+    }
+
+    /// Whether an overrun of the CPU budget is paid first from the previous period's leftover
+    /// (the slush fund, on by default) or, as the kernel does, entirely from the next period.
+    /// An internal switch for `cotenant lab throttling`, not a tuning knob.
+    #[doc(hidden)]
+    pub fn cpu_budget_slush(mut self, slush: bool) -> Self {
+        self.budget_slush = slush;
+        self
+    }
+
     /// Starts the threads (and registers with the controller unless the policy is fixed).
     pub fn build(self) -> Result<Pool, BuildError> {
         let invalid = |why: String| Err(BuildError::InvalidArgument(why));
@@ -265,6 +307,26 @@ impl Builder {
         if self.name.contains('\0') {
             return invalid("name must not contain a NUL byte".into());
         }
+        #[cfg(not(loom))]
+        let budget = match self.cpu_budget {
+            None => None,
+            Some((cpus, _)) if !cpus.is_finite() || cpus <= 0.0 => {
+                return invalid(format!("cpu_budget: cpus must be a positive number, got {cpus}"));
+            }
+            Some((_, budget_period))
+                if budget_period < Duration::from_millis(1) || budget_period > Duration::from_secs(1) =>
+            {
+                return invalid(format!(
+                    "cpu_budget: period must be between 1ms and 1s, got {budget_period:?}"
+                ));
+            }
+            Some((cpus, budget_period)) => {
+                match budget::Budget::new(cpus, budget_period, threads, self.budget_slush) {
+                    Ok(budget) => Some(Arc::new(budget)),
+                    Err(why) => return invalid(format!("cpu_budget: {why}")),
+                }
+            }
+        };
         // Dynamic policies start with every worker allowed (all threads are ours until the
         // first sample says otherwise); the controller corrects it within one period.
         let initial_target = self.policy.fixed_target().unwrap_or(threads);
@@ -289,6 +351,8 @@ impl Builder {
             decisions: AtomicU64::new(0),
             sample_errors: AtomicU64::new(0),
             epoch: Instant::now(),
+            #[cfg(not(loom))]
+            budget,
         });
         let allowed = if self.pin_workers { affinity_cpus() } else { Vec::new() };
         let placing = self.pin_workers || self.background;
@@ -418,6 +482,9 @@ pub(crate) struct Shared {
     pub(crate) decisions: AtomicU64,
     pub(crate) sample_errors: AtomicU64,
     pub(crate) epoch: Instant,
+    /// The user-space CPU budget, if the pool has one (`budget.rs`).
+    #[cfg(not(loom))]
+    pub(crate) budget: Option<Arc<budget::Budget>>,
 }
 
 enum Refused {
@@ -571,6 +638,10 @@ impl Shared {
     fn close(&self, cancel: bool) {
         if cancel {
             self.cancelling.store(true, Ordering::SeqCst);
+            #[cfg(not(loom))]
+            if let Some(budget) = &self.budget {
+                budget.cancel();
+            }
         }
         self.gate.fetch_or(CLOSED, Ordering::SeqCst);
         while !self.is_quiet() {
@@ -769,6 +840,17 @@ impl Pool {
             decisions: shared.decisions.load(Ordering::Relaxed),
             sample_errors: shared.sample_errors.load(Ordering::Relaxed),
             borrows: shared.borrows.load(Ordering::Relaxed),
+            #[cfg(not(loom))]
+            budget: shared.budget.as_ref().map(|budget| crate::metrics::BudgetMetrics {
+                quota_ns: budget.bandwidth.quota_ns(),
+                period_ns: budget.bandwidth.period_ns(),
+                periods: budget.periods(),
+                throttled_periods: budget.bandwidth.throttled_periods(),
+                short_periods: budget.bandwidth.short_periods(),
+                charged_ns: budget.bandwidth.charged_ns(),
+            }),
+            #[cfg(loom)]
+            budget: None,
         }
     }
 

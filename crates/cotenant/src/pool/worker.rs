@@ -143,6 +143,10 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     #[cfg(not(loom))]
     CURRENT_POOL.with(|current| current.set(Arc::as_ptr(&shared) as usize));
     stats.register_thread();
+    #[cfg(not(loom))]
+    if let Some(budget) = &shared.budget {
+        super::budget::enter(budget.clone());
+    }
     let mut last_borrow_check = Instant::now();
     loop {
         let borrowed = stats.borrowed.load(Ordering::SeqCst);
@@ -164,10 +168,24 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                     }
                     continue;
                 }
+                // A budgeted pool's worker needs a slice of CPU time first (`budget.rs`); it
+                // may park here until the refill, and a `shutdown_now` meanwhile cancels the job.
+                #[cfg(not(loom))]
+                if !super::budget::acquire() {
+                    if guarded(move || {
+                        drop(job);
+                        false
+                    }) {
+                        stats.panicked.fetch_add(1, Ordering::Relaxed);
+                    }
+                    continue;
+                }
                 stats.mark_busy(shared.epoch);
                 if guarded(move || job.run() == Outcome::Panicked) {
                     stats.panicked.fetch_add(1, Ordering::Relaxed);
                 }
+                #[cfg(not(loom))]
+                super::budget::after_task();
                 stats.completed.fetch_add(1, Ordering::Relaxed);
                 if borrowed {
                     if last_borrow_check.elapsed() >= WORKER_CHECK_INTERVAL {
@@ -184,6 +202,8 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 continue;
             }
             stats.mark_idle(shared.epoch);
+            #[cfg(not(loom))]
+            super::budget::release();
             if shared.is_closed() {
                 // Every push finished before `closed` was set (see `Shared::is_closed`), so
                 // this check of the queue sees them all: empty means done.
@@ -203,6 +223,8 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             }
         } else {
             stats.mark_idle(shared.epoch);
+            #[cfg(not(loom))]
+            super::budget::release();
             if shared.is_closed() {
                 break;
             }
@@ -213,6 +235,8 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         last_borrow_check = Instant::now();
     }
     stats.mark_idle(shared.epoch);
+    #[cfg(not(loom))]
+    super::budget::leave();
 }
 
 /// Step 3: bounded spinning with exponential back-off. True when work appeared for us.
