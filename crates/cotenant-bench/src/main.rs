@@ -21,7 +21,9 @@
 //! pool down (untimed, threads joined) before the next peer starts: only one pool exists at a time.
 //!
 //! `--controller-cost SECONDS` measures something else instead: the CPU used by cotenant's
-//! adaptive controller thread, with the pool idle and with it saturated.
+//! adaptive controller thread, with the pool idle and with it saturated. `--global-pool SECONDS`
+//! measures a CPU budget's global pool behind an atomic, a mutex and a spinlock
+//! (`global_pool.rs`, seed 001 Figure 9).
 //!
 //! # Why rounds and ratios
 //!
@@ -36,6 +38,7 @@
 //! another rest on those ratios.
 
 mod controller_cost;
+mod global_pool;
 mod peers;
 mod procstat;
 mod reference;
@@ -102,6 +105,11 @@ struct Args {
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     controller_cost: Option<f64>,
 
+    /// Instead of the workloads: the accounting cost of a CPU budget's global pool (atomic,
+    /// mutex, spinlock) at slices of 5 ms, 1 ms and 1 µs, each measured for SECONDS
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    global_pool: Option<f64>,
+
     /// The controller thread's name, for --controller-cost
     #[arg(long, value_name = "NAME", default_value = "cotenant-ctl")]
     ctl_thread: String,
@@ -130,6 +138,11 @@ fn run(args: &Args) -> Result<(), String> {
     }
 
     let sizes = if args.quick { QUICK } else { FULL };
+    if let Some(seconds) = args.global_pool {
+        let rounds = args.rounds.unwrap_or(if args.quick { 1 } else { 3 });
+        println!("{}", host.header(&format!("window: {seconds} s per measurement; rounds: {rounds}")));
+        return global_pool::run(std::time::Duration::from_secs_f64(seconds), rounds, cpus);
+    }
     let config = Config {
         threads,
         cpus,

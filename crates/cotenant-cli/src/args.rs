@@ -242,6 +242,9 @@ pub enum Experiment {
     Runtimes,
     /// An HTTP server next to a CPU-bound batch job, under every isolation option (seed 003).
     Isolation,
+    /// CPU bandwidth throttling on this kernel (seed 001 Table II), quota rewrites, and the
+    /// pool's user-space CPU budget.
+    Throttling,
     /// `neighbours` with Go services: default GOMAXPROCS against the cotenant Go controller.
     GoNeighbours,
     /// What `make demo` runs: a quick `neighbours` at P = 2 with a short verdict.
@@ -266,6 +269,7 @@ impl Experiment {
             Experiment::Runtimes => "runtimes",
             Experiment::GoNeighbours => "go-neighbours",
             Experiment::Isolation => "isolation",
+            Experiment::Throttling => "throttling",
             Experiment::Headline => "headline",
             Experiment::All => "all",
             Experiment::Clean => "clean",
@@ -361,6 +365,15 @@ pub struct LabWorkerArgs {
     /// Include every item's times in the report.
     #[arg(long)]
     pub items: bool,
+    /// Give the pool a user-space CPU budget of this many CPUs (`Builder::cpu_budget`).
+    #[arg(long, value_parser = parse_positive)]
+    pub cpu_budget: Option<f64>,
+    /// The budget's period, in ms.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub budget_period_ms: u64,
+    /// Turn the budget's slush fund off (the kernel's way: overruns are debts of the next period).
+    #[arg(long)]
+    pub no_slush: bool,
 }
 
 /// A finite number in `(0, max]`; `what` says what it is, in the error.

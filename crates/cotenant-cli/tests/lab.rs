@@ -184,6 +184,44 @@ fn isolation_quick_runs_every_scenario_with_both_tenants() {
 }
 
 #[test]
+fn throttling_quick_runs_table_ii_rewrites_and_the_budget() {
+    let results = smoke("throttling", &[]);
+    let rows = results["rows"].as_array().unwrap();
+    let part = |name: &'static str| rows.iter().filter(move |r| r["part"] == name);
+    // The user-space budget needs no cgroup: always there, slush on and off for every case.
+    let budget: Vec<&Value> = part("budget").collect();
+    assert_eq!(budget.len(), 8, "{budget:?}");
+    for row in &budget {
+        assert!(row["cpus_used"].as_f64().unwrap() > 0.0 && row["periods"].as_u64().unwrap() > 0, "{row}");
+    }
+    if layout().is_err() {
+        assert!(results["rows"].as_array().unwrap().iter().all(|r| r["part"] == "budget"));
+        return;
+    }
+    let table: Vec<&Value> = part("table2").collect();
+    assert!(table.len() >= 3, "unlimited and quota N at two periods at least: {table:?}");
+    for row in &table {
+        let limited = !row["quota_of_n"].is_null();
+        assert_eq!(row["periods"].as_u64().unwrap() > 0, limited, "periods are counted under a quota: {row}");
+        assert!(row["workers_cpu_s"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    assert!(part("latency").count() >= 2);
+    let rewrite =
+        |label: &str| part("rewrite").find(|r| r["rewrite"].as_str().unwrap().contains(label)).unwrap();
+    let plain = rewrite("plain");
+    assert!(
+        plain["rewrites"].as_u64().unwrap() > 0 && plain["rewrites_written"] == plain["rewrites"],
+        "{plain}"
+    );
+    let set = rewrite("cgroup set");
+    assert!(set["rewrites"].as_u64().unwrap() > 0, "{set}");
+    assert_eq!(set["rewrites_written"], 0, "`cgroup set` of unchanged values writes nothing: {set}");
+    let verdicts = results["verdicts"].as_array().unwrap();
+    assert!(verdicts.iter().any(|v| v.as_str().unwrap().starts_with("quota = demand: throttled in")));
+    assert!(verdicts.iter().any(|v| v.as_str().unwrap().starts_with("rewrite: throttled")));
+}
+
+#[test]
 fn overcommit_and_contention_quick_sweep_the_thread_counts() {
     for experiment in ["overcommit", "contention"] {
         let results = smoke(experiment, &[]);

@@ -12,7 +12,7 @@ use crate::args::{Experiment, LabArgs};
 use crate::lab::{self, Lab, Outcome};
 
 /// The experiments `all` runs, in order.
-const ALL: [Experiment; 10] = [
+const ALL: [Experiment; 11] = [
     Experiment::Runtimes,
     Experiment::Overcommit,
     Experiment::Contention,
@@ -23,6 +23,7 @@ const ALL: [Experiment; 10] = [
     Experiment::Burst,
     Experiment::Fairness,
     Experiment::Isolation,
+    Experiment::Throttling,
 ];
 
 #[derive(Serialize)]
@@ -60,6 +61,7 @@ fn run_one(experiment: Experiment, lab: &Lab, args: &LabArgs) -> anyhow::Result<
         Experiment::Factor => neighbours::run_plan(lab, args, &neighbours::Plan::factor(lab, args), "factor"),
         Experiment::GoNeighbours => neighbours::run_go(lab, args),
         Experiment::Isolation => lab::isolation::run(lab, args),
+        Experiment::Throttling => lab::throttling::run(lab, args),
         Experiment::Headline => {
             neighbours::run_plan(lab, args, &neighbours::Plan::headline(lab, args), "headline")
         }

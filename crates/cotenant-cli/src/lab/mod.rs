@@ -17,6 +17,7 @@
 //! | `isolation.rs` | seed 003: an HTTP server next to a batch job, every isolation option |
 //! | `tenants.rs` | the server (A) and the batch job (B) of `isolation`, as hidden modes |
 //! | `loadgen.rs` | the open-loop HTTP load generator of `isolation` |
+//! | `throttling.rs` | seed 001: Table II on this kernel, rewrites, and the user-space CPU budget |
 //!
 //! Every experiment returns an [`Outcome`]; `cmd/lab.rs` prints it and writes
 //! `DIR/<experiment>/{results.csv, results.json, report.md, <chart>.svg, <chart>.png}`.
@@ -35,6 +36,7 @@ pub mod quota;
 pub mod runner;
 pub mod runtimes;
 pub mod tenants;
+pub mod throttling;
 pub mod worker;
 pub mod workload;
 

@@ -740,6 +740,10 @@ mod tests {
             },
             series: vec![],
             items: vec![],
+            process_cpu_ns: 0,
+            workers_cpu_ns: 0,
+            wall_ns: 0,
+            budget: None,
         }
     }
 

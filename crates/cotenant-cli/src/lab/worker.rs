@@ -43,6 +43,59 @@ pub struct WorkerReport {
     /// With `--items`: every item's `[intended, started, ended]`, ns from the common start.
     #[serde(default)]
     pub items: Vec<[u64; 3]>,
+    /// CPU time of the whole process during the run (ns; absent in the Go worker's report).
+    #[serde(default)]
+    pub process_cpu_ns: u64,
+    /// CPU time of the pool's workers during the run: the process's minus the main thread's
+    /// (ns; with `--series-ms` it includes the sampler thread too).
+    #[serde(default)]
+    pub workers_cpu_ns: u64,
+    /// Wall time of the run (ns).
+    #[serde(default)]
+    pub wall_ns: u64,
+    /// With `--cpu-budget`: the budget's counters over the run (from the common start).
+    #[serde(default)]
+    pub budget: Option<BudgetRow>,
+}
+
+/// [`cotenant::BudgetMetrics`] in a form that (de)serialises.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct BudgetRow {
+    /// CPU time per period (ns).
+    pub quota_ns: u64,
+    /// The period (ns).
+    pub period_ns: u64,
+    /// Periods since the pool started.
+    pub periods: u64,
+    /// Periods in which a worker found the budget spent.
+    pub throttled_periods: u64,
+    /// Periods that began paying a debt.
+    pub short_periods: u64,
+    /// CPU time charged (ns).
+    pub charged_ns: u64,
+}
+
+impl BudgetRow {
+    /// The counters between two snapshots of the same budget (`before` may be the default,
+    /// all zero).
+    pub fn between(before: cotenant::BudgetMetrics, after: cotenant::BudgetMetrics) -> Self {
+        BudgetRow {
+            quota_ns: after.quota_ns,
+            period_ns: after.period_ns,
+            periods: after.periods.saturating_sub(before.periods),
+            throttled_periods: after.throttled_periods.saturating_sub(before.throttled_periods),
+            short_periods: after.short_periods.saturating_sub(before.short_periods),
+            charged_ns: after.charged_ns.saturating_sub(before.charged_ns),
+        }
+    }
+}
+
+/// The calling thread's CPU time (ns).
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out-pointer and a constant clock id.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// One point of a worker's time series.
@@ -121,12 +174,14 @@ pub fn build_pool(args: &LabWorkerArgs, cpus: usize) -> anyhow::Result<cotenant:
         (None, PoolKind::Fixed, Some(n)) => n as usize,
         _ => cpus,
     };
-    Ok(cotenant::Pool::builder()
-        .policy(policy)
-        .threads(threads)
-        .queue_capacity(1 << 16)
-        .name("lab")
-        .build()?)
+    let mut builder =
+        cotenant::Pool::builder().policy(policy).threads(threads).queue_capacity(1 << 16).name("lab");
+    if let Some(cpus) = args.cpu_budget {
+        builder = builder
+            .cpu_budget(cpus, Duration::from_millis(args.budget_period_ms))
+            .cpu_budget_slush(!args.no_slush);
+    }
+    Ok(builder.build()?)
 }
 
 /// Runs `work` while a second thread records the process's CPU time and `pool`'s target every
@@ -184,6 +239,9 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
     }
     let lock = args.mutex.then(|| std::sync::Arc::new(std::sync::Mutex::new(())));
     let duration = Duration::from_millis(args.duration_ms);
+    let cpu_before =
+        (cotenant::sampler::process_cpu_ns().unwrap_or(0), thread_cpu_ns(), std::time::Instant::now());
+    let budget_before = pool.metrics().budget;
     let (items, series) = with_series(&pool, args.series_ms.map(Duration::from_millis), || {
         if args.saturate {
             workload::run_saturated(&pool, calibration, duration, 4 * pool.metrics().threads)
@@ -191,6 +249,11 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
             workload::run(&pool, calibration, &plan, lock.as_ref())
         }
     });
+    let (process_cpu_ns, workers_cpu_ns, wall_ns) = {
+        let process = cotenant::sampler::process_cpu_ns().unwrap_or(0).saturating_sub(cpu_before.0);
+        let main = thread_cpu_ns().saturating_sub(cpu_before.1);
+        (process, process.saturating_sub(main), cpu_before.2.elapsed().as_nanos() as u64)
+    };
     let summary = workload::summarize(&items, duration);
     let metrics = pool.metrics();
     pool.shutdown();
@@ -210,6 +273,11 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
         } else {
             vec![]
         },
+        process_cpu_ns,
+        workers_cpu_ns,
+        wall_ns,
+        // The budget's counters over the run only (not the start-up before the common start).
+        budget: metrics.budget.map(|after| BudgetRow::between(budget_before.unwrap_or_default(), after)),
     };
     println!("{}", serde_json::to_string(&report)?);
     Ok(ExitCode::from(crate::exit::OK))
