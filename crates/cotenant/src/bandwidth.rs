@@ -37,6 +37,17 @@ fn pack(period: u64, balance: i64) -> u64 {
     ((period & PERIOD_MASK) << BALANCE_BITS) | ((balance as u64) & ((1 << BALANCE_BITS) - 1))
 }
 
+/// The full period number of a packed period, given the full number `near` of a period at
+/// most 2^16 - 1 periods before it (the stored `period`, which a refill brings up to date right
+/// after its CAS of the state).
+fn full_period(near: u64, packed: u64) -> u64 {
+    near + (packed.wrapping_sub(near) & PERIOD_MASK)
+}
+
+/// The smallest quota per period a budget accepts: below this a slice would cost more to take
+/// and charge than it runs.
+const MIN_QUOTA_NS: f64 = 10_000.0;
+
 fn unpack(state: u64) -> (u64, i64) {
     let period = state >> BALANCE_BITS;
     // Sign-extend the low 48 bits.
@@ -104,6 +115,11 @@ impl Bandwidth {
             return Err(InvalidBudget(format!("period must be between 1 ms and 1 s, got {period_ns} ns")));
         }
         let quota = (cpus * period_ns as f64).round();
+        if quota < MIN_QUOTA_NS {
+            return Err(InvalidBudget(format!(
+                "{cpus} CPUs per {period_ns} ns is less than the smallest quota, 10 µs per period"
+            )));
+        }
         if quota > BALANCE_MAX as f64 / 2.0 {
             return Err(InvalidBudget(format!(
                 "{cpus} CPUs per {period_ns} ns is more than this budget holds"
@@ -163,24 +179,32 @@ impl Bandwidth {
 
     /// Brings the pool to the period of `now_ns`: each elapsed period adds a quota (paying a
     /// debt first) and the slush fund becomes what the last elapsed period left unused.
+    ///
+    /// Lock-free: a refill is a CAS of the packed state followed by a store of the full period
+    /// number; a thread that finds the two out of step finishes the refill's second step itself
+    /// (`fetch_max`) instead of waiting for the refilling thread, which may be preempted. (A jump
+    /// of 2^16 periods or more, 65 s idle at a 1 ms period, can make a helper count one refill
+    /// twice; harmless, a refill never fills past one quota.)
     fn roll(&self, now_ns: u64) -> u64 {
         let now_period = now_ns / self.period_ns;
         loop {
             let current = self.period.load(Ordering::Acquire);
+            let state = self.state.load(Ordering::Acquire);
+            let (packed_period, balance) = unpack(state);
+            let state_period = full_period(current, packed_period);
+            if state_period != current {
+                // Another thread swapped in a refill and has not stored its period yet.
+                self.period.fetch_max(state_period, Ordering::AcqRel);
+                continue;
+            }
             if now_period <= current {
                 return current;
             }
-            let state = self.state.load(Ordering::Acquire);
-            let (packed_period, balance) = unpack(state);
-            if packed_period != current & PERIOD_MASK {
-                // Another thread is between its state swap and its period store.
-                std::hint::spin_loop();
-                continue;
-            }
             let elapsed = now_period - current;
-            // The debt is paid by the first refill; a balance left over stays in the pool only
-            // up to one quota (an idle budget does not save up for a burst).
-            let refilled = (balance + self.quota_ns.saturating_mul(elapsed.min(4) as i64)).min(self.quota_ns);
+            // The debt is paid by the refills of the elapsed periods; a balance left over stays
+            // in the pool only up to one quota (an idle budget does not save up for a burst).
+            let elapsed_quota = self.quota_ns.saturating_mul(i64::try_from(elapsed).unwrap_or(i64::MAX));
+            let refilled = balance.saturating_add(elapsed_quota).min(self.quota_ns);
             let leftover = if elapsed == 1 { balance.max(0) } else { self.quota_ns };
             if self
                 .state
@@ -193,7 +217,7 @@ impl Bandwidth {
                 if self.slush_enabled {
                     self.slush.store(leftover.min(self.quota_ns), Ordering::Release);
                 }
-                self.period.store(now_period, Ordering::Release);
+                self.period.fetch_max(now_period, Ordering::AcqRel);
                 return now_period;
             }
         }
@@ -206,8 +230,7 @@ impl Bandwidth {
             let state = self.state.load(Ordering::Acquire);
             let (packed_period, balance) = unpack(state);
             if packed_period != period & PERIOD_MASK {
-                // Another thread's refill is half-way (state swapped, period not yet stored).
-                std::hint::spin_loop();
+                // A refill happened since `roll` (its next call brings us up to date).
                 continue;
             }
             if balance <= 0 {
@@ -295,6 +318,26 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     #[test]
+    fn a_packed_period_is_completed_from_a_nearby_full_one() {
+        assert_eq!(full_period(7, 7), 7);
+        assert_eq!(full_period(7, 9), 9);
+        assert_eq!(full_period(65_535, 2), 65_538);
+        assert_eq!(full_period(65_536 * 3 + 10, 12), 65_536 * 3 + 12);
+    }
+
+    /// A refill whose period store has not happened yet does not stop other threads: they
+    /// finish it (the lock-free property the pool relies on).
+    #[test]
+    fn a_half_done_refill_is_finished_by_the_next_caller() {
+        let b = Bandwidth::new(1.0, 100 * MS, 10 * MS, true).unwrap();
+        // Simulate a refiller preempted between its CAS and its period store.
+        b.state.store(pack(1, 100 * MS as i64), Ordering::Release);
+        assert_eq!(b.period.load(Ordering::Acquire), 0);
+        assert_eq!(b.take(100 * MS).unwrap(), Slice { ns: 10 * MS, period: 1 });
+        assert_eq!(b.period.load(Ordering::Acquire), 1);
+    }
+
+    #[test]
     fn the_packed_state_keeps_the_sign_and_the_period() {
         for (p, b) in [(0, 0), (1, -1), (65_535, BALANCE_MAX), (7, -BALANCE_MAX), (65_536 + 3, 42)] {
             assert_eq!(unpack(pack(p, b)), (p & PERIOD_MASK, b));
@@ -309,6 +352,7 @@ mod tests {
         assert!(Bandwidth::new(1.0, 1_000, MS, true).unwrap_err().0.contains("between 1 ms and 1 s"));
         assert!(Bandwidth::new(1.0, 2_000 * MS, MS, true).is_err());
         assert!(Bandwidth::new(1.0, 100 * MS, 0, true).is_err());
+        assert!(Bandwidth::new(1e-7, MS, MS, true).unwrap_err().0.contains("smallest quota"));
     }
 
     #[test]
@@ -370,6 +414,12 @@ mod tests {
         assert_eq!(b.balance_ns(100 * MS), 70 * MS as i64, "period 1 pays the 30 ms debt");
         assert_eq!(b.short_periods(), 1);
         assert_eq!(b.balance_ns(1_000 * MS), 100 * MS as i64, "ten idle periods still leave one quota");
+        // A debt of many quotas is paid by as many elapsed periods, however long the gap.
+        let s = b.take(1_000 * MS).unwrap();
+        b.charge(s, 2_010 * MS, 1_050 * MS); // a 10 ms slice used 2 010 ms: 19.1 quotas of debt
+        assert_eq!(b.balance_ns(1_050 * MS), -1_910 * MS as i64);
+        assert!(b.balance_ns(1_500 * MS) < 0, "5 refills pay 500 ms of the 1 910");
+        assert_eq!(b.balance_ns(10_000 * MS), 100 * MS as i64, "90 refills pay it all");
     }
 
     /// Threads taking and charging concurrently never get more than the quota per period

@@ -38,6 +38,7 @@ fn bad_budgets_are_refused_naming_the_setting_and_the_value() {
         (1.0, Duration::from_micros(999), "period must be between 1ms and 1s, got 999µs"),
         (1.0, Duration::from_secs(2), "got 2s"),
         (1e12, ms(100), "more than this budget holds"),
+        (1e-7, ms(1), "less than the smallest quota"),
     ] {
         let why = build_error(Pool::builder().policy(Policy::fixed(1)).cpu_budget(cpus, period));
         assert!(why.starts_with("cpu_budget: "), "{why}");

@@ -127,37 +127,39 @@ pub(crate) fn enter(budget: Arc<Budget>) {
 /// A worker thread exits: its slice goes back and the thread stops metering.
 pub(crate) fn leave() {
     release();
-    METER.with(|meter| meter.borrow_mut().take());
+    let _ = METER.try_with(|meter| meter.borrow_mut().take());
 }
 
 /// Before a task: make sure the worker holds a slice, parking until the refill while the
 /// budget is spent. False if the pool was cancelled meanwhile (the task must not run).
 pub(crate) fn acquire() -> bool {
-    METER.with(|meter| {
-        let mut meter = meter.borrow_mut();
-        let Some(meter) = meter.as_mut() else { return true };
-        loop {
-            if meter.budget.cancelled.load(Ordering::SeqCst) {
-                return false;
-            }
-            if meter.held.is_some() {
-                return true;
-            }
-            match meter.budget.bandwidth.take(meter.budget.now_ns()) {
-                Ok(slice) => {
-                    meter.held =
-                        Some(Held { slice, cpu_start_ns: thread_cpu_ns(), wall_start: Instant::now() })
+    METER
+        .try_with(|meter| {
+            let mut meter = meter.borrow_mut();
+            let Some(meter) = meter.as_mut() else { return true };
+            loop {
+                if meter.budget.cancelled.load(Ordering::SeqCst) {
+                    return false;
                 }
-                Err(exhausted) => meter.budget.wait_for_refill(exhausted.until_ns),
+                if meter.held.is_some() {
+                    return true;
+                }
+                match meter.budget.bandwidth.take(meter.budget.now_ns()) {
+                    Ok(slice) => {
+                        meter.held =
+                            Some(Held { slice, cpu_start_ns: thread_cpu_ns(), wall_start: Instant::now() })
+                    }
+                    Err(exhausted) => meter.budget.wait_for_refill(exhausted.until_ns),
+                }
             }
-        }
-    })
+        })
+        .unwrap_or(true)
 }
 
 /// After a task (and at a checkpoint): if the slice may be used up, read the CPU clock and
 /// charge it once it is.
 pub(crate) fn after_task() {
-    METER.with(|meter| {
+    let _ = METER.try_with(|meter| {
         let mut meter = meter.borrow_mut();
         let Some(meter) = meter.as_mut() else { return };
         let Some(held) = &meter.held else { return };
@@ -175,7 +177,7 @@ pub(crate) fn after_task() {
 
 /// The worker goes idle: charge what it used of its slice and give the rest back.
 pub(crate) fn release() {
-    METER.with(|meter| {
+    let _ = METER.try_with(|meter| {
         let mut meter = meter.borrow_mut();
         let Some(meter) = meter.as_mut() else { return };
         if let Some(held) = meter.held.take() {
@@ -186,8 +188,9 @@ pub(crate) fn release() {
 }
 
 /// A cooperative preemption point for long tasks in a pool with a
-/// [`cpu_budget`](crate::Builder::cpu_budget): charges the CPU time used so far and, if the
-/// budget is spent, parks the calling thread until the next refill.
+/// [`cpu_budget`](crate::Builder::cpu_budget): once the worker's slice is used up, charges it
+/// and takes the next one, parking the calling thread until the next refill if the budget is
+/// spent.
 ///
 /// A thread pool in user space cannot interrupt a running task, so a task that runs for
 /// 50 ms uses 50 ms whatever the budget says; the overrun is charged afterwards (paid from

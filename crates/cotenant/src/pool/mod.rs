@@ -249,7 +249,11 @@ impl Builder {
     /// A running task cannot be interrupted: a slice overruns by up to the rest of the task,
     /// and the overrun is paid from what the previous period left unused (the slush fund),
     /// then from the next period. Long tasks can call [`checkpoint`] to park mid-task.
-    /// `cpus` must be positive and `period` between 1 ms and 1 s. Default: no budget.
+    /// Graceful [`shutdown`](Pool::shutdown) (and dropping the pool) keeps the budget: the
+    /// queue drains at the budget's pace, and a pool that owes a large debt waits for the
+    /// refills that pay it; [`shutdown_now`](Pool::shutdown_now) does not wait.
+    /// `cpus` must be positive (at least 10 µs of CPU per period) and `period` between 1 ms
+    /// and 1 s. Default: no budget.
     ///
     /// ```
     /// use std::time::Duration;

@@ -119,6 +119,9 @@ struct ExitGuard<'a>(&'a Shared);
 
 impl Drop for ExitGuard<'_> {
     fn drop(&mut self) {
+        // Charge the worker's slice and stop metering (a no-op without a budget).
+        #[cfg(not(loom))]
+        super::budget::leave();
         #[cfg(not(loom))]
         CURRENT_POOL.with(|current| current.set(0));
         self.0.worker_exited();
@@ -235,8 +238,6 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         last_borrow_check = Instant::now();
     }
     stats.mark_idle(shared.epoch);
-    #[cfg(not(loom))]
-    super::budget::leave();
 }
 
 /// Step 3: bounded spinning with exponential back-off. True when work appeared for us.
