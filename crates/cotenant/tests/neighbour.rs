@@ -107,15 +107,22 @@ fn adaptive_target_follows_a_busy_neighbour() {
             }
         })
     };
-    // Alone and saturated, the controller keeps every worker running: wait for 20 decisions
-    // (200 ms at the default period) and check the target is still all of them.
+    // Alone and saturated, the controller runs every worker: wait for 20 decisions (200 ms at
+    // the default period), then the target must be all of them or get there within 2 s. A
+    // snapshot alone was flaky (one CI run in many saw a momentary 1/2 at decision 20, from a
+    // burst of host noise); the property is that alone the pool runs every CPU, not that no
+    // single decision ever reacts to the host.
     let start = Instant::now();
     while pool.metrics().decisions < 20 && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(5));
     }
     let alone = pool.metrics();
     assert!(alone.decisions >= 20, "the controller made only {} decisions in 10 s", alone.decisions);
-    assert_eq!(alone.target, cpus, "alone and saturated, the target should be every CPU: {alone}");
+    assert!(
+        time_until_target(&pool, cpus, Duration::from_secs(2)).is_some(),
+        "alone and saturated, the target should be every CPU: {}",
+        pool.metrics()
+    );
 
     let neighbour = Neighbour::start(cpus);
     let shrink = time_until_target(&pool, 1, Duration::from_secs(2));
