@@ -8,12 +8,7 @@ use cotenant::{BuildError, JoinError, Policy, Pool};
 
 /// Burns `ns` of the calling thread's CPU time (its CPU clock, not the wall clock).
 fn burn_cpu(ns: u64) {
-    let cpu_now = || {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: a valid out-pointer and a constant clock id.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    };
+    let cpu_now = || cotenant::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).expect("thread CPU clock");
     let start = cpu_now();
     while cpu_now() - start < ns {
         std::hint::black_box(0u64);

@@ -109,14 +109,9 @@ thread_local! {
     static METER: RefCell<Option<Meter>> = const { RefCell::new(None) };
 }
 
-/// The calling thread's CPU time (ns), from `CLOCK_THREAD_CPUTIME_ID`.
+/// The calling thread's CPU time (ns), from `CLOCK_THREAD_CPUTIME_ID` (0 if unreadable).
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid out-pointer; the clock id is a constant the kernel knows.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
 }
 
 /// A worker thread of a budgeted pool starts metering.

@@ -146,6 +146,9 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     #[cfg(not(loom))]
     CURRENT_POOL.with(|current| current.set(Arc::as_ptr(&shared) as usize));
     stats.register_thread();
+    // Pools without a budget skip its thread-local bookkeeping on the task path entirely.
+    #[cfg(not(loom))]
+    let budgeted = shared.budget.is_some();
     #[cfg(not(loom))]
     if let Some(budget) = &shared.budget {
         super::budget::enter(budget.clone());
@@ -174,7 +177,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 // A budgeted pool's worker needs a slice of CPU time first (`budget.rs`); it
                 // may park here until the refill, and a `shutdown_now` meanwhile cancels the job.
                 #[cfg(not(loom))]
-                if !super::budget::acquire() {
+                if budgeted && !super::budget::acquire() {
                     if guarded(move || {
                         drop(job);
                         false
@@ -188,7 +191,9 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                     stats.panicked.fetch_add(1, Ordering::Relaxed);
                 }
                 #[cfg(not(loom))]
-                super::budget::after_task();
+                if budgeted {
+                    super::budget::after_task();
+                }
                 stats.completed.fetch_add(1, Ordering::Relaxed);
                 if borrowed {
                     if last_borrow_check.elapsed() >= WORKER_CHECK_INTERVAL {
@@ -206,7 +211,9 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             }
             stats.mark_idle(shared.epoch);
             #[cfg(not(loom))]
-            super::budget::release();
+            if budgeted {
+                super::budget::release();
+            }
             if shared.is_closed() {
                 // Every push finished before `closed` was set (see `Shared::is_closed`), so
                 // this check of the queue sees them all: empty means done.
@@ -227,7 +234,9 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         } else {
             stats.mark_idle(shared.epoch);
             #[cfg(not(loom))]
-            super::budget::release();
+            if budgeted {
+                super::budget::release();
+            }
             if shared.is_closed() {
                 break;
             }
