@@ -625,15 +625,25 @@ impl Shared {
         }
     }
 
-    /// A worker took a task: if a submitter waits for room, tell it.
+    /// A worker took a task: if submitters wait for room and the queue is at most half full,
+    /// wake them all.
+    ///
+    /// Why half: waking a blocked submitter at every pop costs a wake-up and a context switch
+    /// per task, and on a shared host those wake-ups land on the neighbours' CPUs (a background
+    /// pool's feeder woken at every pop gave a neighbour's p99 tens of milliseconds; RESULTS.md,
+    /// "isolation"). Waking at half lets a submitter refill half the queue per wake-up while
+    /// the workers still have half of it to run. No wake-up is lost: a submitter registers in
+    /// `blocked` before its last try, so while it waits the queue was full after it registered,
+    /// and the workers pop until the queue is empty; one of those pops leaves it at most half
+    /// full and sees `blocked` (the fence pairs with `push_blocking`'s registration).
     fn after_pop(&self) {
         if self.on_full != Full::Block {
             return;
         }
         fence(Ordering::SeqCst);
-        if self.blocked.load(Ordering::SeqCst) > 0 {
+        if self.blocked.load(Ordering::SeqCst) > 0 && self.queue.len() <= self.queue.capacity() / 2 {
             let _guard = lock(&self.blocked_lock);
-            self.not_full.notify_one();
+            self.not_full.notify_all();
         }
     }
 

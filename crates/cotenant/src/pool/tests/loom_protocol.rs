@@ -98,3 +98,17 @@ fn shutdown_now_racing_a_submit_resolves_the_task_once() {
         assert_eq!(pool.shared.sleep.asleep(), 0, "a worker was left asleep after shutdown");
     });
 }
+
+/// Step F (`Full::Block`): a submitter blocked on a full queue is woken once the worker has
+/// drained it to half (not at every pop) and its task runs; none is lost.
+#[test]
+fn a_submitter_blocked_on_a_full_queue_gets_its_task_in() {
+    model(|| {
+        let pool = pool(1, 1);
+        let tasks: Vec<_> = (0..3).map(|i| pool.spawn(move || i)).collect();
+        for (i, task) in tasks.into_iter().enumerate() {
+            assert_eq!(task.join().unwrap(), i);
+        }
+        pool.shutdown();
+    });
+}
