@@ -157,9 +157,9 @@ fn batch(args: &LabTenantArgs) -> anyhow::Result<ExitCode> {
             // Feed it ~1 ms tasks; the queue's capacity makes the feeder wait when it is full.
             let (feeder_pool, count, stop) = (built.clone(), count.clone(), stop.clone());
             threads.push(std::thread::spawn(move || {
-                // The whole batch job runs in the background, its feeder too. (Measured both
-                // ways, RESULTS.md "isolation": a normal-priority feeder gave 2.25x, this one
-                // 11x; neither meets the target, the cause is open.)
+                // The whole batch job runs in the background, its feeder too. (Before the
+                // pool woke blocked submitters only at half a queue, this feeder woken at every
+                // pop gave A 11x its alone p99; RESULTS.md "isolation".)
                 if background {
                     cotenant::background_current_thread();
                 }

@@ -231,9 +231,8 @@ impl Builder {
     /// [`Pool::placement`]). Default: off.
     ///
     /// `SCHED_IDLE` ranks threads only against the other threads of their own cgroup: a
-    /// neighbour in another cgroup still meets this pool's cgroup at its full weight, and on
-    /// Linux 6.x the workers' sleeps and wake-ups made things *worse* for such a neighbour
-    /// than plain busy threads (`docs/background.md`, measured by `cotenant lab isolation`).
+    /// neighbour in another cgroup still meets this pool's cgroup at its full weight and gains
+    /// little (`docs/background.md`, measured by `cotenant lab isolation`).
     /// Give the batch job a cgroup of its own marked idle (`cpu.idle` = 1); that, not this
     /// setting, is what protected the neighbour in the measurements.
     pub fn background(mut self, background: bool) -> Self {
