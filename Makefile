@@ -34,10 +34,11 @@ clippy:
 unit:
 	$(CARGO) test --workspace --locked
 
-# loom models of the pool's park/wake protocol (crates/cotenant/src/pool/tests/), built in their
-# own target directory so they do not invalidate the normal build.
+# loom models of the pool's park/wake protocol (crates/cotenant/src/pool/tests/) and of
+# wait::Signal/Event (crates/cotenant/src/wait/loom_event.rs), built in their own target
+# directory so they do not invalidate the normal build.
 loom:
-	RUSTFLAGS="--cfg loom" $(CARGO) test --locked -p cotenant --lib --release --target-dir target/loom pool::loom_protocol
+	RUSTFLAGS="--cfg loom" $(CARGO) test --locked -p cotenant --lib --release --target-dir target/loom -- pool::loom_protocol wait::loom_event
 
 # The Go package (go/): its own module, no dependencies; gofmt, vet and tests.
 go-test:

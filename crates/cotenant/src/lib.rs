@@ -19,6 +19,7 @@
 //! | [`policy`] | [`Policy`]: pure decisions from a [`policy::Sample`]; the simulator |
 //! | [`sampler`] | host and process CPU counters read each period |
 //! | [`metrics`] | [`Metrics`]: a pool's counters, Display and Prometheus text |
+//! | [`wait`] | adaptive waiting: [`wait::Backoff`], [`wait::Signal`], [`wait::Event`] (seed 004) |
 //! | [`procfs`] | pure parsers for the `/proc` and cgroup-fs formats (no I/O) |
 
 #[cfg(not(loom))]
@@ -33,6 +34,7 @@ pub mod procfs;
 #[cfg(not(loom))]
 pub mod sampler;
 mod sync;
+pub mod wait;
 
 pub use cpus::{CpuBudget, Rounding};
 pub use metrics::BudgetMetrics;

@@ -25,28 +25,17 @@ pub(crate) fn wait<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexG
     condvar.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Bounded waiting with exponential back-off (seed 004: never spin without bound): checks
-/// `ready`, and between checks busy-waits `2^k` `spin_loop` hints in round `k < spin_rounds`,
-/// then yields the CPU for `yield_rounds` more rounds. Returns whether `ready` became true;
-/// the caller sleeps otherwise. Under loom it only checks once: spinning would multiply the
-/// interleavings to explore, and the protocols must be correct without it.
-pub(crate) fn spin_then_yield(spin_rounds: u32, yield_rounds: u32, mut ready: impl FnMut() -> bool) -> bool {
-    #[cfg(not(loom))]
-    for round in 0..spin_rounds + yield_rounds {
-        if ready() {
-            return true;
-        }
-        if round < spin_rounds {
-            for _ in 0..(1u32 << round) {
-                std::hint::spin_loop();
-            }
-        } else {
-            thread::yield_now();
-        }
+/// Waits on `condvar` for at most `timeout`, ignoring poisoning (see [`lock`]). Under loom it
+/// never times out (loom does not model time), which makes a model fail on a lost wake-up.
+pub(crate) fn wait_timeout<'a, T>(
+    condvar: &Condvar,
+    guard: MutexGuard<'a, T>,
+    timeout: std::time::Duration,
+) -> MutexGuard<'a, T> {
+    match condvar.wait_timeout(guard, timeout) {
+        Ok((guard, _)) => guard,
+        Err(poisoned) => poisoned.into_inner().0,
     }
-    #[cfg(loom)]
-    let _ = (spin_rounds, yield_rounds);
-    ready()
 }
 
 /// Threads: spawn with a name, yield.

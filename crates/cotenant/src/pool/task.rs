@@ -7,7 +7,8 @@ use std::any::Any;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::sync::{lock, spin_then_yield, wait, Arc, AtomicBool, Condvar, Mutex, Ordering};
+use crate::sync::{lock, wait, Arc, AtomicBool, Condvar, Mutex, Ordering};
+use crate::wait::{spin_then_yield, Backoff};
 
 /// Why a [`Task`] has no value.
 #[non_exhaustive]
@@ -104,7 +105,8 @@ pub struct Task<T> {
 impl<T> Task<T> {
     /// Waits for the task and returns its value, or why there is none.
     pub fn join(self) -> Result<T, JoinError> {
-        spin_then_yield(JOIN_SPIN_ROUNDS, JOIN_YIELD_ROUNDS, || self.slot.resolved.load(Ordering::Acquire));
+        let backoff = Backoff::default().spins(JOIN_SPIN_ROUNDS).yields(JOIN_YIELD_ROUNDS);
+        spin_then_yield(&backoff, || self.slot.resolved.load(Ordering::Acquire));
         let mut state = lock(&self.slot.state);
         loop {
             match &mut *state {

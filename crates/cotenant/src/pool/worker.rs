@@ -18,7 +18,8 @@ use std::time::Instant;
 use super::borrow::WORKER_CHECK_INTERVAL;
 use super::task::Outcome;
 use super::Shared;
-use crate::sync::{spin_then_yield, Arc, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
+use crate::wait::{spin_then_yield, Backoff};
 
 /// Spin rounds before sleeping: round `k < SPIN_ROUNDS` busy-waits `2^k` `spin_loop` hints
 /// (about 2^SPIN_ROUNDS hints in all, a few microseconds), then `YIELD_ROUNDS` rounds yield the
@@ -252,5 +253,6 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
 /// Step 3: bounded spinning with exponential back-off. True when work appeared for us.
 fn spin_for_work(shared: &Shared, index: usize) -> bool {
     let has_work = || !shared.queue.is_empty() && index < shared.sleep.target();
-    spin_then_yield(SPIN_ROUNDS, YIELD_ROUNDS, || has_work() || shared.is_closed()) && has_work()
+    let backoff = Backoff::default().spins(SPIN_ROUNDS).yields(YIELD_ROUNDS);
+    spin_then_yield(&backoff, || has_work() || shared.is_closed()) && has_work()
 }
