@@ -245,6 +245,9 @@ pub enum Experiment {
     /// CPU bandwidth throttling on this kernel (seed 001 Table II), quota rewrites, and the
     /// pool's user-space CPU budget.
     Throttling,
+    /// Sessions waiting for each other (seed 004): pure spinning against yield, back-off and
+    /// park, under CPU restriction and priority inversion.
+    Spin,
     /// `neighbours` with Go services: default GOMAXPROCS against the cotenant Go controller.
     GoNeighbours,
     /// What `make demo` runs: a quick `neighbours` at P = 2 with a short verdict.
@@ -270,6 +273,7 @@ impl Experiment {
             Experiment::GoNeighbours => "go-neighbours",
             Experiment::Isolation => "isolation",
             Experiment::Throttling => "throttling",
+            Experiment::Spin => "spin",
             Experiment::Headline => "headline",
             Experiment::All => "all",
             Experiment::Clean => "clean",

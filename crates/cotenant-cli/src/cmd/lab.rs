@@ -12,7 +12,7 @@ use crate::args::{Experiment, LabArgs};
 use crate::lab::{self, Lab, Outcome};
 
 /// The experiments `all` runs, in order.
-const ALL: [Experiment; 11] = [
+const ALL: [Experiment; 12] = [
     Experiment::Runtimes,
     Experiment::Overcommit,
     Experiment::Contention,
@@ -24,6 +24,7 @@ const ALL: [Experiment; 11] = [
     Experiment::Fairness,
     Experiment::Isolation,
     Experiment::Throttling,
+    Experiment::Spin,
 ];
 
 #[derive(Serialize)]
@@ -62,6 +63,7 @@ fn run_one(experiment: Experiment, lab: &Lab, args: &LabArgs) -> anyhow::Result<
         Experiment::GoNeighbours => neighbours::run_go(lab, args),
         Experiment::Isolation => lab::isolation::run(lab, args),
         Experiment::Throttling => lab::throttling::run(lab, args),
+        Experiment::Spin => lab::spin::run(lab, args),
         Experiment::Headline => {
             neighbours::run_plan(lab, args, &neighbours::Plan::headline(lab, args), "headline")
         }

@@ -18,6 +18,7 @@
 //! | `tenants.rs` | the server (A) and the batch job (B) of `isolation`, as hidden modes |
 //! | `loadgen.rs` | the open-loop HTTP load generator of `isolation` |
 //! | `throttling.rs` | seed 001: Table II on this kernel, rewrites, and the user-space CPU budget |
+//! | `spin.rs` | seed 004: a model of WiredTiger's snapshot wait, per waiting strategy, restricted and inverted |
 //!
 //! Every experiment returns an [`Outcome`]; `cmd/lab.rs` prints it and writes
 //! `DIR/<experiment>/{results.csv, results.json, report.md, <chart>.svg, <chart>.png}`.
@@ -35,6 +36,7 @@ pub mod plot;
 pub mod quota;
 pub mod runner;
 pub mod runtimes;
+pub mod spin;
 pub mod tenants;
 pub mod throttling;
 pub mod worker;
