@@ -222,6 +222,32 @@ fn throttling_quick_runs_table_ii_rewrites_and_the_budget() {
 }
 
 #[test]
+fn spin_quick_runs_every_strategy_in_every_part() {
+    let results = smoke("spin", &[]);
+    let rows = results["rows"].as_array().unwrap();
+    let part = |name: &'static str| rows.iter().filter(move |r| r["part"] == name);
+    // 3 scenarios x 4 strategies; --quick: the sweep at 4 sessions per CPU only; uncontended.
+    assert_eq!(part("scenario").count(), 12);
+    assert_eq!(part("sessions").count(), 4);
+    assert_eq!(part("uncontended").count(), 4);
+    for row in rows {
+        assert!(row["transactions"].as_u64().unwrap() > 0, "{row}");
+        let (p50, p999) = (row["p50_ms"].as_f64().unwrap(), row["p999_ms"].as_f64().unwrap());
+        assert!(0.0 < p50 && p50 <= p999, "{row}");
+        // End-to-end latency includes the modelled 120 µs round trip.
+        assert!(p50 >= 0.12, "{row}");
+    }
+    for strategy in ["spin", "yield", "backoff", "park"] {
+        assert!(part("scenario").any(|r| r["strategy"] == strategy && r["config"] == "restricted + nice -20"));
+    }
+    let charts = results["summary"]["scenarios"].as_array().unwrap();
+    assert_eq!(charts.len(), 12);
+    let verdicts = results["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 3, "{verdicts:?}");
+    assert!(verdicts[0].as_str().unwrap().starts_with("spin: P99.9"));
+}
+
+#[test]
 fn overcommit_and_contention_quick_sweep_the_thread_counts() {
     for experiment in ["overcommit", "contention"] {
         let results = smoke(experiment, &[]);
