@@ -234,8 +234,11 @@ fn spin_quick_runs_every_strategy_in_every_part() {
         assert!(row["transactions"].as_u64().unwrap() > 0, "{row}");
         let (p50, p999) = (row["p50_ms"].as_f64().unwrap(), row["p999_ms"].as_f64().unwrap());
         assert!(0.0 < p50 && p50 <= p999, "{row}");
-        // End-to-end latency includes the modelled 120 µs round trip.
-        assert!(p50 >= 0.12, "{row}");
+        // End-to-end latency includes the modelled 120 µs round trip (not in the uncontended
+        // part, whose transactions run back to back).
+        if row["part"] != "uncontended" {
+            assert!(p50 >= 0.12, "{row}");
+        }
     }
     for strategy in ["spin", "yield", "backoff", "park"] {
         assert!(part("scenario").any(|r| r["strategy"] == strategy && r["config"] == "restricted + nice -20"));

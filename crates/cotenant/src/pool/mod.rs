@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::sync::{
-    fence, lock, thread, wait, AtomicBool, AtomicU64, AtomicUsize, CachePadded, Condvar, Mutex,
+    fence, lock, thread, wait, wait_timeout, AtomicBool, AtomicU64, AtomicUsize, CachePadded, Condvar, Mutex,
 };
 use crate::sync::{Arc, Ordering};
 use borrow::Borrow;
@@ -60,11 +60,17 @@ pub const MIN_PERIOD: Duration = Duration::from_millis(1);
 /// neighbours at all.
 pub const MAX_PERIOD: Duration = Duration::from_secs(10);
 
+/// How long a submitter blocked on a full queue waits before it tries again even if no worker
+/// woke it (`Shared::push_blocking`).
+const BLOCKED_RETRY: Duration = Duration::from_millis(10);
+
 /// What a submit does when the queue is full (the rejection policies of seed 002).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Full {
-    /// Wait until a worker frees a slot (the default: back-pressure on the producer, nothing
-    /// lost). Submits waiting when the pool shuts down are rejected. A task of this pool that
+    /// Wait for room (the default: back-pressure on the producer, nothing lost). Waiting
+    /// submitters are woken when the workers have drained the queue to half its capacity (one
+    /// wake-up per half a queue of tasks, not one per task), and try again every 10 ms in any
+    /// case. Submits waiting when the pool shuts down are rejected. A task of this pool that
     /// submits to its own full queue runs the new task itself rather than wait (it might be
     /// the only worker allowed to run, waiting for itself).
     #[default]
@@ -619,13 +625,16 @@ impl Shared {
                 }
                 Err(Refused::Full(back)) => job = back,
             }
-            drop(wait(&self.not_full, guard));
+            // The timeout is a backstop, not the protocol: producers that never block
+            // (`try_spawn`, tasks of this pool) can keep the queue above half full, and a
+            // blocked submitter must still get its turn.
+            drop(wait_timeout(&self.not_full, guard, BLOCKED_RETRY));
             self.blocked.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
     /// A worker took a task: if submitters wait for room and the queue is at most half full,
-    /// wake them all.
+    /// wake them all (they also retry every `BLOCKED_RETRY`).
     ///
     /// Why half: waking a blocked submitter at every pop costs a wake-up and a context switch
     /// per task, and on a shared host those wake-ups land on the neighbours' CPUs (a background

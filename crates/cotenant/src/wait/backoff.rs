@@ -23,6 +23,15 @@ pub enum Step {
     Park,
 }
 
+/// How many pause hints each spin step issues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hints {
+    /// 1, 2, 4, ... doubling with every spin step, capped at 128 (the default).
+    Doubling,
+    /// The same number every step (1: check, pause, check again).
+    Fixed(u32),
+}
+
 /// How sleeps grow from one to the next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Growth {
@@ -33,7 +42,7 @@ pub enum Growth {
 }
 
 /// A waiting schedule: `spins` spin steps with exponentially more pause hints (1, 2, 4, ...
-/// capped at 128), then `yields` yields, then sleeps from `first_sleep` growing by `growth` up
+/// capped at 128; or a fixed number, [`Hints`]), then `yields` yields, then sleeps from `first_sleep` growing by `growth` up
 /// to `max_sleep`, or, for a parking schedule, a park until notified.
 ///
 /// ```
@@ -49,6 +58,7 @@ pub enum Growth {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     spins: u32,
+    hints: Hints,
     yields: u32,
     first_sleep: Duration,
     growth: Growth,
@@ -63,6 +73,7 @@ impl Default for Backoff {
     fn default() -> Self {
         Backoff {
             spins: MAX_SPIN_SHIFT + 1,
+            hints: Hints::Doubling,
             yields: 8,
             first_sleep: Duration::from_micros(50),
             growth: Growth::Double,
@@ -73,12 +84,13 @@ impl Default for Backoff {
 }
 
 impl Backoff {
-    /// WiredTiger's `__wt_spin_backoff`, which seed 004 applied to snapshot creation: about
-    /// 10 spins, then yields up to the 1000th check, then sleeps of 100 µs, 200 µs, ... capped
-    /// at 1 ms.
+    /// WiredTiger's `__wt_spin_backoff`, which seed 004 applied to snapshot creation: 10
+    /// checks in a row (WiredTiger re-checks at once; here with one pause hint between), then
+    /// yields up to the 1000th check, then sleeps of 100 µs, 200 µs, ... capped at 1 ms.
     pub fn wiredtiger() -> Self {
         Backoff {
             spins: 10,
+            hints: Hints::Fixed(1),
             yields: 990,
             first_sleep: Duration::from_micros(100),
             growth: Growth::Add(Duration::from_micros(100)),
@@ -92,7 +104,7 @@ impl Backoff {
     /// priorities): the spinner burns its whole time slice while the thread it waits for
     /// cannot run (seed 004). Kept to show that in `cotenant lab spin`.
     pub fn spin() -> Self {
-        Backoff { spins: u32::MAX, yields: 0, ..Backoff::default() }
+        Backoff { spins: u32::MAX, hints: Hints::Fixed(1), yields: 0, ..Backoff::default() }
     }
 
     /// Yield between checks, forever: gives the CPU away, but a yielding thread stays runnable
@@ -107,13 +119,19 @@ impl Backoff {
         Backoff { yields: 0, park: true, ..Backoff::default() }
     }
 
-    /// The number of spin steps (each with twice the pause hints of the one before, capped).
+    /// The number of spin steps; `u32::MAX` spins forever.
     pub fn spins(mut self, spins: u32) -> Self {
         self.spins = spins;
         self
     }
 
-    /// The number of yield steps after the spins.
+    /// The pause hints of each spin step (default: doubling).
+    pub fn hints(mut self, hints: Hints) -> Self {
+        self.hints = hints;
+        self
+    }
+
+    /// The number of yield steps after the spins; `u32::MAX` yields forever.
     pub fn yields(mut self, yields: u32) -> Self {
         self.yields = yields;
         self
@@ -143,11 +161,15 @@ impl Backoff {
 
     /// What to do after `checks` failed checks of the condition (0 after the first).
     pub fn step(&self, checks: u32) -> Step {
-        if checks < self.spins {
-            return Step::Spin(1 << checks.min(MAX_SPIN_SHIFT));
+        // u32::MAX spins or yields mean forever: the check counter saturates there.
+        if self.spins == u32::MAX || checks < self.spins {
+            return Step::Spin(match self.hints {
+                Hints::Doubling => 1 << checks.min(MAX_SPIN_SHIFT),
+                Hints::Fixed(n) => n,
+            });
         }
         let after_spins = checks - self.spins;
-        if after_spins < self.yields {
+        if self.yields == u32::MAX || after_spins < self.yields {
             return Step::Yield;
         }
         if self.park {
@@ -193,7 +215,7 @@ mod tests {
     #[test]
     fn the_wiredtiger_preset_follows_wt_spin_backoff() {
         let wt = Backoff::wiredtiger();
-        assert!((0..10).all(|k| matches!(wt.step(k), Step::Spin(_))));
+        assert!((0..10).all(|k| wt.step(k) == Step::Spin(1)), "10 quick re-checks, one pause each");
         assert!((10..1000).all(|k| wt.step(k) == Step::Yield), "yields up to the 1000th check");
         let sleeps: Vec<_> = (1000..1012).map(|k| wt.step(k)).collect();
         let expected: Vec<_> = [100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1000, 1000]
@@ -228,7 +250,10 @@ mod tests {
     #[test]
     fn the_presets_have_the_shape_their_names_say() {
         assert!((0..100_000).step_by(997).all(|k| matches!(Backoff::spin().step(k), Step::Spin(_))));
-        assert_eq!(Backoff::spin().step(u32::MAX - 1), Step::Spin(128), "spins forever");
+        assert_eq!(Backoff::spin().step(0), Step::Spin(1), "a tight loop: check, pause, check");
+        assert_eq!(Backoff::spin().step(u32::MAX), Step::Spin(1), "spins forever, past the counter's end");
+        assert_eq!(Backoff::yielding().step(u32::MAX), Step::Yield, "yields forever");
+        assert_eq!(Backoff::default().spins(2).hints(Hints::Fixed(3)).step(1), Step::Spin(3));
         assert_eq!(Backoff::yielding().step(0), Step::Yield);
         assert_eq!(Backoff::yielding().step(u32::MAX - 1), Step::Yield);
         let parking = Backoff::parking();

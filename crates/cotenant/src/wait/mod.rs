@@ -24,7 +24,7 @@ mod backoff;
 mod loom_event;
 mod signal;
 
-pub use backoff::{Backoff, Growth, Step};
+pub use backoff::{Backoff, Growth, Hints, Step};
 pub use signal::{Event, Signal};
 
 /// What a wait did: how often it checked its condition and how it spent the time between.
@@ -62,7 +62,7 @@ pub fn wait_until(mut ready: impl FnMut() -> bool, backoff: &Backoff) -> Waited 
                 Step::Sleep(d) => d,
                 _ => backoff.max_sleep(),
             };
-            waited.sleeps += 1;
+            waited.sleeps = waited.sleeps.saturating_add(1);
             std::thread::sleep(pause);
         }
     }
@@ -77,12 +77,12 @@ pub(crate) fn busy_step(step: Step, waited: &mut Waited) -> bool {
             for _ in 0..hints {
                 std::hint::spin_loop();
             }
-            waited.spin_hints += u64::from(hints);
+            waited.spin_hints = waited.spin_hints.saturating_add(u64::from(hints));
             true
         }
         Step::Yield => {
             std::thread::yield_now();
-            waited.yields += 1;
+            waited.yields = waited.yields.saturating_add(1);
             true
         }
         Step::Sleep(_) | Step::Park => false,
@@ -103,7 +103,7 @@ pub(crate) fn spin_then_yield(backoff: &Backoff, mut ready: impl FnMut() -> bool
                 return true;
             }
             busy_step(backoff.step(checks), &mut waited);
-            checks += 1;
+            checks = checks.saturating_add(1);
         }
     }
     #[cfg(loom)]

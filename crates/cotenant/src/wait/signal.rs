@@ -4,7 +4,7 @@
 //! The fast paths are one atomic each: a notify with nobody parked is a fence and a load, a
 //! wait whose condition already holds is the condition itself. Parking uses the standard
 //! library's `Mutex` and `Condvar` (futex-backed on Linux), reached through `crate::sync` so
-//! the loom models in `pool/tests/loom_protocol.rs` check this protocol too.
+//! the loom models in `wait/loom_event.rs` check this protocol.
 //!
 //! The protocol (the pool's step P against step S, `pool/README.md`): a waiter registers in
 //! `parked`, fences, takes the lock and checks its condition, then waits (which releases the
@@ -103,7 +103,7 @@ impl Signal {
                 Step::Sleep(d) => Some(remaining.map_or(d, |left| left.min(d))),
                 _ => remaining,
             };
-            waited.parks += 1;
+            waited.parks = waited.parks.saturating_add(1);
             if self.park(timeout, &mut ready) {
                 return (waited, true);
             }
@@ -113,7 +113,16 @@ impl Signal {
     /// Registers, checks `ready` under the lock, and waits for a notification (or `timeout`).
     /// True when `ready` held at the check.
     fn park(&self, timeout: Option<Duration>, ready: &mut impl FnMut() -> bool) -> bool {
+        // Unregisters on every way out, a panic in `ready` included (a registration left behind
+        // would only make every later notification take the lock, but still).
+        struct Registered<'a>(&'a AtomicUsize);
+        impl Drop for Registered<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
         self.parked.fetch_add(1, Ordering::SeqCst);
+        let _registered = Registered(&self.parked);
         fence(Ordering::SeqCst);
         let guard = lock(&self.lock);
         let held = ready();
@@ -127,13 +136,15 @@ impl Signal {
         } else {
             drop(guard);
         }
-        self.parked.fetch_sub(1, Ordering::SeqCst);
         held
     }
 }
 
 /// A flag threads can wait for: [`Event::set`] wakes every waiter, [`Event::reset`] clears it.
-/// Setting it when nobody waits is a store, a fence and a load.
+/// Setting it when nobody waits is a store, a fence and a load. A waiter returns once it sees
+/// the flag set: a `set` followed by a `reset` before a parked waiter looks again wakes it, and
+/// it goes back to waiting for the next `set` (a pulse is not a latch; use a [`Signal`] and a
+/// counter to count pulses).
 ///
 /// ```
 /// use cotenant::wait::Event;

@@ -18,8 +18,16 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 }
 
 fn pool(threads: usize, target: usize) -> Pool {
-    let pool =
-        Pool::builder().policy(Policy::fixed(threads)).threads(threads).queue_capacity(2).build().unwrap();
+    pool_with_queue(threads, target, 2)
+}
+
+fn pool_with_queue(threads: usize, target: usize, capacity: usize) -> Pool {
+    let pool = Pool::builder()
+        .policy(Policy::fixed(threads))
+        .threads(threads)
+        .queue_capacity(capacity)
+        .build()
+        .unwrap();
     if target != threads {
         pool.shared.sleep.set_target(target, || pool.shared.queued());
     }
@@ -100,12 +108,13 @@ fn shutdown_now_racing_a_submit_resolves_the_task_once() {
 }
 
 /// Step F (`Full::Block`): a submitter blocked on a full queue is woken once the worker has
-/// drained it to half (not at every pop) and its task runs; none is lost.
+/// drained it to half (not at every pop) and its task runs; none is lost. Capacity 4 so that
+/// "at most half full" differs from "one slot free".
 #[test]
 fn a_submitter_blocked_on_a_full_queue_gets_its_task_in() {
     model(|| {
-        let pool = pool(1, 1);
-        let tasks: Vec<_> = (0..3).map(|i| pool.spawn(move || i)).collect();
+        let pool = pool_with_queue(1, 1, 4);
+        let tasks: Vec<_> = (0..5).map(|i| pool.spawn(move || i)).collect();
         for (i, task) in tasks.into_iter().enumerate() {
             assert_eq!(task.join().unwrap(), i);
         }
