@@ -5,9 +5,9 @@
 //! over transactions, each preceded by a 120 µs sleep that stands for the client's round trip
 //! (the seed measured end-to-end latency at YCSB clients on another machine). Begin: mark the
 //! session's slot "allocating", take the next ID from a global counter, publish it in the slot
-//! (about 1 µs later). Snapshot: scan every other slot and, while one is
+//! (about 10 µs later). Snapshot: scan every other slot and, while one is
 //! still "allocating", wait for it (the strategy under test: spin, yield, back-off, park).
-//! Update: about 50 µs of CPU work. Commit: clear the slot. A transaction's end-to-end latency
+//! Update: about 40 µs of CPU work. Commit: clear the slot. A transaction's end-to-end latency
 //! runs from the start of its round trip to its commit; "transaction alone" from begin to
 //! commit. Transactions still running when the run stops are not counted.
 //!
@@ -44,17 +44,19 @@ const IDLE: u64 = 0;
 const ALLOCATING: u64 = u64::MAX;
 /// The nice value of the boosted sessions (seed 004 §III).
 const BOOSTED_NICE: i32 = -20;
-/// Iterations of the update's CPU work (about 50 µs on the test VM: 1.5 ns per iteration).
-const UPDATE_WORK: u32 = 33_000;
-/// Iterations of work between "allocating" and "published" (about 1 µs). WiredTiger's window
-/// is shorter; its length sets how often a preemption lands inside it (how often the race
-/// happens), not what a waiter does when it does.
-const ALLOCATE_WORK: u32 = 650;
+/// Iterations of the update's CPU work (about 40 µs on the test VM: 1.5 ns per iteration).
+const UPDATE_WORK: u32 = 26_500;
+/// Iterations of work between "allocating" and "published" (about 10 µs). WiredTiger's window
+/// is far shorter; its length sets how often a preemption lands inside it, i.e. how often the
+/// race happens, not what a waiter does when it does. The seed ran 6 million operations per
+/// experiment to see its peaks; a 10 µs window makes them frequent enough to measure in a few
+/// seconds (with 1 µs, a 3 s window saw 1 to 3 stalls, and the P99.9 depended on their count).
+const ALLOCATE_WORK: u32 = 6_500;
 /// The client's round trip, part of every transaction's end-to-end latency as in the seed
 /// (YCSB clients on another machine, 890 µs average latency unrestricted): the session sleeps
 /// it before each transaction (and the timer slack makes it about 50 µs longer). Sessions are
-/// therefore not CPU-bound: measured on the test VM, 4 sessions ran about 13,700 transactions
-/// of about 51 µs per second, 0.7 CPU, contending on 1 CPU but not on 2.
+/// therefore not CPU-bound: measured on the test VM, 4 sessions ran about 13,000 transactions
+/// of about 50 µs per second, 0.65 CPU, contending on 1 CPU but not on 2.
 const ROUND_TRIP: Duration = Duration::from_micros(120);
 /// The seed's figures: P99.9 increase under `taskset` + `nice` (its Figures 2b and 3b).
 const SEED_INCREASE_SPIN: f64 = 21.68;
@@ -633,7 +635,7 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
          {sessions} sessions; unrestricted = all {n} allowed CPUs, restricted = {restricted} CPU(s) ({per} sessions per CPU); \
          inverted = restricted with {boosted} session(s) at nice {BOOSTED_NICE} from {a:.1} s to {b:.1} s of a {d:.1} s run. \
          Latency = end to end, as the seed's YCSB clients saw it: a {rtt} µs sleep standing for the client's round trip, then \
-         the transaction (begin, snapshot, update of about 50 µs, commit); \"transaction alone\" leaves the round trip out. \
+         the transaction (begin, snapshot, update of about 40 µs, commit); \"transaction alone\" leaves the round trip out. \
          Medians of {repeats} run(s), strategies interleaved. \"P99.9 increase\" is against the same strategy's \
          unrestricted run, as the seed's.\n\n",
         n = allowed.len(),
