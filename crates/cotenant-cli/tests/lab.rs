@@ -246,7 +246,7 @@ fn spin_quick_runs_every_strategy_in_every_part() {
     let charts = results["summary"]["scenarios"].as_array().unwrap();
     assert_eq!(charts.len(), 12);
     let verdicts = results["verdicts"].as_array().unwrap();
-    assert_eq!(verdicts.len(), 3, "{verdicts:?}");
+    assert_eq!(verdicts.len(), 4, "{verdicts:?}");
     assert!(verdicts[0].as_str().unwrap().starts_with("spin: P99.9"));
 }
 

@@ -637,7 +637,8 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
          Latency = end to end, as the seed's YCSB clients saw it: a {rtt} µs sleep standing for the client's round trip, then \
          the transaction (begin, snapshot, update of about 40 µs, commit); \"transaction alone\" leaves the round trip out. \
          Medians of {repeats} run(s), strategies interleaved. \"P99.9 increase\" is against the same strategy's \
-         unrestricted run, as the seed's.\n\n",
+         unrestricted run, as the seed's; \"the inversion alone\" compares the nice window with the same \
+         strategy restricted without inversion.\n\n",
         n = allowed.len(),
         per = sessions / restricted,
         a = (scenario_time / 3).as_secs_f64(),
@@ -655,9 +656,10 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
     if let Some(why) = &refused {
         let _ = writeln!(report, "**The nice -20 boost was refused** ({why}): the inverted rows equal the restricted ones. Run as root (or with CAP_SYS_NICE) to reproduce the inversion.\n");
     }
-    report.push_str("| scenario | strategy | transactions/s | p50 ms | p99 ms | p99.9 ms | max ms | P99.9 increase | p99.9 in the nice window ms | increase in the window | transaction alone: p99.9 ms | increase |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    report.push_str("| scenario | strategy | transactions/s | p50 ms | p99 ms | p99.9 ms | max ms | P99.9 increase | p99.9 in the nice window ms | increase in the window | the inversion alone | transaction alone: p99.9 ms | increase |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let mut summary_cells = Vec::new();
     let mut increases = std::collections::BTreeMap::new();
+    let mut inversion_effects = std::collections::BTreeMap::new();
     for (si, scenario) in Scenario::ALL.iter().enumerate() {
         for (ki, strategy) in Strategy::ALL.iter().enumerate() {
             let Some(cell) = cells.get(&(si, ki)) else { continue };
@@ -666,8 +668,12 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
             let inc = increase(base, p999);
             let window_p999 = median(cell.window_p999.clone());
             let window_inc = increase(base, window_p999);
+            // The nice window against the same strategy restricted without inversion.
+            let inversion_alone =
+                increase(cells.get(&(1, ki)).map_or(f64::NAN, |c| median(c.p999.clone())), window_p999);
             if *scenario == Scenario::Inverted {
                 increases.insert(strategy.name(), (inc, window_inc));
+                inversion_effects.insert(strategy.name(), inversion_alone);
             }
             let server_p999 = median(cell.server_p999.clone());
             let server_inc = increase(
@@ -676,7 +682,7 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
             );
             let _ = writeln!(
                 report,
-                "| {} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.1} | {} | {} | {} | {:.3} | {} |",
+                "| {} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.1} | {} | {} | {} | {} | {:.3} | {} |",
                 scenario.name(),
                 strategy.name(),
                 median(cell.throughput.clone()),
@@ -687,6 +693,11 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
                 if si == 0 { "—".into() } else { format!("{:+.0}%", inc * 100.0) },
                 if window_p999.is_finite() { format!("{window_p999:.3}") } else { "—".into() },
                 if window_inc.is_finite() { format!("{:+.0}%", window_inc * 100.0) } else { "—".into() },
+                if inversion_alone.is_finite() {
+                    format!("{:+.0}%", inversion_alone * 100.0)
+                } else {
+                    "—".into()
+                },
                 server_p999,
                 if si == 0 { "—".into() } else { format!("{:+.0}%", server_inc * 100.0) },
             );
@@ -800,6 +811,18 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
         backoff_window * 100.0,
         backoff_inc * 100.0,
         judge(backoff_window <= 0.2)
+    ));
+    outcome.verdicts.push(format!(
+        "the inversion alone (nice window against restricted, same strategy): {}",
+        Strategy::ALL
+            .iter()
+            .map(|s| format!(
+                "{} {:+.0}%",
+                s.name(),
+                inversion_effects.get(s.name()).copied().unwrap_or(f64::NAN) * 100.0
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
     ));
     let ratio = backoff_free / spin_free;
     outcome.verdicts.push(format!(
