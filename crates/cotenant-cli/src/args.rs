@@ -42,6 +42,13 @@ pub enum Command {
     /// weights, cpusets, pressure, migrations, NUMA, oversized pools. Without --pid: the host.
     /// The --json shape is documented in docs/doctor.md.
     Doctor(DoctorArgs),
+    /// How many threads a pool needs: seed 002's formula (Ncpu × U × (1 + W/C)) or Little's
+    /// law (L = λ × W), with the arithmetic shown.
+    ///
+    /// `--wait W --compute C [--util U] [--cpus N]`: the formula; --cpus defaults to this
+    /// process's cotenant CPU limit, --util to 1. `--rate R --latency W`: Little's law. Times
+    /// take a unit: ns, us, ms or s.
+    Size(SizeArgs),
     /// Change a cgroup's CPU settings, writing only what differs (`cgroup set`).
     ///
     /// Every write of a CPU quota, even of the same value, resets the kernel's bandwidth pools
@@ -123,6 +130,58 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let (lo, hi) = DURATION_BOUNDS;
     if !secs.is_finite() || secs < lo.as_secs_f64() || secs > hi.as_secs_f64() {
         return Err(format!("the duration must be between 100ms and 60s, got {text:?}"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[derive(Debug, Args)]
+pub struct SizeArgs {
+    /// CPUs the pool may use (default: this process's cotenant CPU limit).
+    #[arg(long, value_parser = parse_positive)]
+    pub cpus: Option<f64>,
+    /// Target CPU utilisation, a fraction in (0, 1] (default 1).
+    #[arg(long, value_parser = parse_fraction)]
+    pub util: Option<f64>,
+    /// Time a task waits (I/O, locks, remote calls), e.g. 45ms.
+    #[arg(long, value_parser = parse_time)]
+    pub wait: Option<std::time::Duration>,
+    /// CPU time of a task, e.g. 5ms.
+    #[arg(long, value_parser = parse_time)]
+    pub compute: Option<std::time::Duration>,
+    /// Arrival rate, requests per second (Little's law).
+    #[arg(long, value_parser = parse_positive)]
+    pub rate: Option<f64>,
+    /// Time a request spends in the system, e.g. 50ms (Little's law).
+    #[arg(long, value_parser = parse_time)]
+    pub latency: Option<std::time::Duration>,
+    /// Print JSON: {"method", "exact", "threads", "arithmetic", "cpus_source"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A fraction in (0, 1].
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    let v: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number (e.g. 0.8)"))?;
+    if v.is_finite() && v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err(format!("must be above 0 and at most 1 (0.8 for 80 %), got {text:?}"))
+    }
+}
+
+/// A time with a unit: `45ms`, `1.5s`, `200us`, `200µs`, `500ns`; zero allowed, at most a day.
+pub fn parse_time(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let units: [(&str, f64); 5] = [("ns", 1e-9), ("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("s", 1.0)];
+    let Some((number, scale)) =
+        units.iter().find_map(|(unit, scale)| t.strip_suffix(unit).map(|n| (n, *scale)))
+    else {
+        return Err(format!("{text:?} needs a unit: ns, us, ms or s (e.g. 45ms)"));
+    };
+    let v: f64 = number.trim().parse().map_err(|_| format!("{text:?} is not a time (e.g. 45ms, 1.5s)"))?;
+    let secs = v * scale;
+    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
+        return Err(format!("{text:?} must be between 0 and a day"));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
 }

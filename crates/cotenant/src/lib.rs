@@ -19,6 +19,7 @@
 //! | [`policy`] | [`Policy`]: pure decisions from a [`policy::Sample`]; the simulator |
 //! | [`sampler`] | host and process CPU counters read each period |
 //! | [`metrics`] | [`Metrics`]: a pool's counters, Display and Prometheus text |
+//! | [`sizing`] | pool sizes for work that waits: the utilisation formula, Little's law (seed 002) |
 //! | [`wait`] | adaptive waiting: [`wait::Backoff`], [`wait::Signal`], [`wait::Event`] (seed 004) |
 //! | [`procfs`] | pure parsers for the `/proc` and cgroup-fs formats (no I/O) |
 
@@ -33,6 +34,7 @@ pub mod pool;
 pub mod procfs;
 #[cfg(not(loom))]
 pub mod sampler;
+pub mod sizing;
 mod sync;
 pub mod wait;
 

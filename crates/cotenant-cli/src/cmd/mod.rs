@@ -5,3 +5,4 @@ pub mod cpus;
 pub mod doctor;
 pub mod lab;
 pub mod run;
+pub mod size;

@@ -1,0 +1,71 @@
+//! `cotenant size` end to end: seed 002's two examples, the CPU count defaulting to this
+//! process's cotenant limit, and bad input (each error names the argument).
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn size(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cotenant")).arg("size").args(args).output().expect("cotenant size runs")
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = size(&[args, &["--json"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_seeds_formula_example_gives_70_with_its_arithmetic() {
+    let out = size(&["--cpus", "8", "--util", "0.8", "--wait", "50ms", "--compute", "5ms"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("70\n"), "{text}");
+    assert!(
+        text.contains(
+            "8 CPUs × 0.8 utilization × (1 + 50 ms wait / 5 ms compute) = 8 × 0.8 × 11 = 70.4 → 70 threads"
+        ),
+        "{text}"
+    );
+    let v = json(&["--cpus", "8", "--util", "0.8", "--wait", "50ms", "--compute", "5ms"]);
+    assert_eq!((v["method"].as_str(), v["threads"].as_u64()), (Some("utilization"), Some(70)));
+    assert!((v["exact"].as_f64().unwrap() - 70.4).abs() < 1e-9);
+    assert_eq!(v["cpus_source"], "--cpus");
+}
+
+#[test]
+fn the_seeds_littles_law_example_gives_25() {
+    let v = json(&["--rate", "500", "--latency", "50ms"]);
+    assert_eq!((v["method"].as_str(), v["threads"].as_u64()), (Some("littles-law"), Some(25)));
+    assert_eq!(v["arithmetic"], "L = λ × W = 500 requests/s × 50 ms = 25 → 25 threads");
+    assert!(v.get("cpus_source").is_none());
+}
+
+#[test]
+fn without_cpus_the_formula_uses_this_processs_limit() {
+    let v = json(&["--wait", "0s", "--compute", "1ms"]);
+    assert_eq!(v["cpus_source"], "cotenant cpus (this process's limit)");
+    // CPU-bound work at full utilisation: about one thread per CPU of the limit.
+    let cpus = Command::new(env!("CARGO_BIN_EXE_cotenant")).args(["cpus", "--json"]).output().unwrap();
+    let limit = serde_json::from_slice::<Value>(&cpus.stdout).unwrap()["limit"].as_f64().unwrap();
+    assert_eq!(v["threads"].as_u64().unwrap(), (limit.round() as u64).max(1));
+}
+
+#[test]
+fn bad_input_is_refused_naming_the_argument() {
+    let cases: [(&[&str], &str); 8] = [
+        (&[], "nothing to size"),
+        (&["--rate", "500", "--latency", "50ms", "--wait", "1ms"], "not both"),
+        (&["--rate", "500"], "--latency is missing"),
+        (&["--wait", "50ms"], "--compute is missing"),
+        (&["--wait", "50", "--compute", "5ms"], "needs a unit"),
+        (&["--util", "80", "--wait", "1ms", "--compute", "1ms"], "at most 1"),
+        (&["--cpus=-2", "--wait", "1ms", "--compute", "1ms"], "--cpus"),
+        (&["--wait", "1ms", "--compute", "0ms", "--cpus", "2"], "compute must be a positive number"),
+    ];
+    for (args, expected) in cases {
+        let out = size(args);
+        assert!(!out.status.success(), "{args:?} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
