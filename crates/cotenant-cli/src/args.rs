@@ -47,7 +47,8 @@ pub enum Command {
     ///
     /// `--wait W --compute C [--util U] [--cpus N]`: the formula; --cpus defaults to this
     /// process's cotenant CPU limit, --util to 1. `--rate R --latency W`: Little's law. Times
-    /// take a unit: ns, us, ms or s.
+    /// take a unit: ns, us, ms or s. `--pid PID [--duration 10s]`: measure a running
+    /// process's thread groups and size each.
     Size(SizeArgs),
     /// Change a cgroup's CPU settings, writing only what differs (`cgroup set`).
     ///
@@ -154,7 +155,16 @@ pub struct SizeArgs {
     /// Time a request spends in the system, e.g. 50ms (Little's law).
     #[arg(long, value_parser = parse_time)]
     pub latency: Option<std::time::Duration>,
-    /// Print JSON: {"method", "exact", "threads", "arithmetic", "cpus_source"}.
+    /// Measure a running process instead: sample its threads' states and CPU times, group
+    /// them by name, and size each group (seed 002's thread-dump method).
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// How long to sample with --pid (default 10s).
+    #[arg(long, value_parser = parse_duration, requires = "pid")]
+    pub duration: Option<std::time::Duration>,
+    /// Print JSON: {"method", "exact", "threads", "arithmetic", "cpus_source"}; with --pid
+    /// {"pid", "cpus", "seconds", "groups": [{"pattern", "threads", "running_fraction",
+    /// "wait_compute_ratio", "recommended", "oversized"}]}.
     #[arg(long)]
     pub json: bool,
 }

@@ -7,6 +7,7 @@ mod cmd;
 mod doctor;
 mod lab;
 mod output;
+mod size_pid;
 
 use std::process::ExitCode;
 

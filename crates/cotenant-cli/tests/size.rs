@@ -69,3 +69,38 @@ fn bad_input_is_refused_naming_the_argument() {
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
 }
+
+/// `--pid`: a child `sleep` is one thread named `sleep` that never runs; `--json` has the
+/// documented shape. The child is killed on every path (guard).
+#[test]
+fn a_running_process_is_grouped_and_sized() {
+    struct Child(std::process::Child);
+    impl Drop for Child {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Child(Command::new("sleep").arg("30").spawn().unwrap());
+    let pid = child.0.id().to_string();
+    let v = json(&["--pid", &pid, "--duration", "300ms", "--cpus", "2"]);
+    assert_eq!(v["pid"].as_u64().unwrap().to_string(), pid);
+    assert_eq!(v["cpus"], 2.0);
+    let groups = v["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{v}");
+    let g = &groups[0];
+    assert_eq!((g["pattern"].as_str(), g["threads"].as_u64()), (Some("sleep"), Some(1)));
+    assert_eq!(g["running_fraction"], 0.0);
+    assert!(g["wait_compute_ratio"].is_null() && g["recommended"].is_null(), "it never ran: {g}");
+    assert_eq!(g["oversized"], false);
+    let mixed = size(&["--pid", &pid, "--wait", "1ms"]);
+    assert!(String::from_utf8_lossy(&mixed.stderr).contains("--pid measures W/C itself"));
+}
+
+#[test]
+fn a_missing_process_is_named() {
+    let out = size(&["--pid", "999999999", "--duration", "100ms", "--cpus", "2"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("pid 999999999") && stderr.contains("/proc/999999999/task"), "{stderr}");
+}

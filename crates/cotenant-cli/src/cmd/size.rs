@@ -22,7 +22,66 @@ struct SizeJson<'a> {
     cpus_source: Option<String>,
 }
 
+#[derive(Serialize)]
+struct PidJson<'a> {
+    pid: u32,
+    cpus: f64,
+    seconds: f64,
+    groups: &'a [crate::size_pid::Group],
+}
+
+/// `--pid`: sample the process, group its threads, size each group.
+fn run_pid(args: &SizeArgs, pid: u32) -> anyhow::Result<ExitCode> {
+    if args.wait.is_some()
+        || args.compute.is_some()
+        || args.rate.is_some()
+        || args.latency.is_some()
+        || args.util.is_some()
+    {
+        anyhow::bail!("--pid measures W/C itself: it takes only --cpus, --duration and --json");
+    }
+    let duration = args.duration.unwrap_or(std::time::Duration::from_secs(10));
+    let cpus = match args.cpus {
+        Some(cpus) => cpus,
+        None => cotenant::cpus::detect_pid(pid)
+            .with_context(|| format!("finding the CPU count of pid {pid} (give --cpus N to skip it)"))?
+            .limit(),
+    };
+    let threads = crate::size_pid::sample(std::path::Path::new("/proc"), pid, duration)
+        .with_context(|| format!("sampling the threads of pid {pid}"))?;
+    let groups = crate::size_pid::groups(&threads, cpus);
+    if args.json {
+        let json = PidJson { pid, cpus, seconds: duration.as_secs_f64(), groups: &groups };
+        println!("{}", serde_json::to_string_pretty(&json)?);
+        return Ok(ExitCode::from(crate::exit::OK));
+    }
+    println!(
+        "pid {pid}: {} threads in {} groups over {:.1} s; Ncpu = {} (W = blocked, not waiting for a CPU)\n",
+        threads.len(),
+        groups.len(),
+        duration.as_secs_f64(),
+        cpus
+    );
+    println!("{:<24} {:>7} {:>8} {:>8} {:>11}", "group", "threads", "running", "W/C", "recommended");
+    for g in &groups {
+        println!(
+            "{:<24} {:>7} {:>7.0}% {:>8} {:>11}{}",
+            g.pattern,
+            g.threads,
+            g.running_fraction * 100.0,
+            g.wait_compute_ratio.map_or("—".to_owned(), |r| format!("{r:.2}")),
+            g.recommended.map_or("—".to_owned(), |r| r.to_string()),
+            if g.oversized { "  CPU-bound and larger than the CPU count" } else { "" }
+        );
+    }
+    println!("\n(measure under the load you size for: idle pool threads waiting for work count as W)");
+    Ok(ExitCode::from(crate::exit::OK))
+}
+
 pub fn run(args: &SizeArgs) -> anyhow::Result<ExitCode> {
+    if let Some(pid) = args.pid {
+        return run_pid(args, pid);
+    }
     let little = args.rate.is_some() || args.latency.is_some();
     let formula = args.wait.is_some() || args.compute.is_some() || args.util.is_some() || args.cpus.is_some();
     let (method, sizing, cpus_source): (&'static str, Sizing, Option<String>) = match (little, formula) {

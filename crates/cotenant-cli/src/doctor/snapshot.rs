@@ -67,6 +67,9 @@ pub struct PsiLine {
 pub struct PidStat {
     /// The command name (field 2, without the parentheses).
     pub comm: String,
+    /// The state (field 3): `R` running or runnable, `S` sleeping, `D` in uninterruptible
+    /// wait (usually I/O), ...
+    pub state: char,
     /// utime + stime (fields 14, 15), in clock ticks.
     pub cpu_ticks: u64,
     /// Field 20.
@@ -584,10 +587,11 @@ pub fn parse_pid_stat(text: &str) -> Result<PidStat, String> {
             .parse::<u64>()
             .map_err(|_| format!("field {n} is not a number"))
     };
+    let state = rest.first().and_then(|s| s.chars().next()).ok_or("no field 3 (state)")?;
     let cpu_ticks = field(14)?.saturating_add(field(15)?);
     let num_threads = field(20)?;
     let processor = field(39).ok().and_then(|p| u32::try_from(p).ok());
-    Ok(PidStat { comm, cpu_ticks, num_threads, processor })
+    Ok(PidStat { comm, state, cpu_ticks, num_threads, processor })
 }
 
 /// A PSI file: `some avg10=.. avg60=.. avg300=.. total=..` and optionally a `full` line.
@@ -678,7 +682,13 @@ mod tests {
         let s = parse_pid_stat(STAT).unwrap();
         assert_eq!(
             s,
-            PidStat { comm: "my (odd) app".into(), cpu_ticks: 200, num_threads: 3, processor: Some(1) }
+            PidStat {
+                comm: "my (odd) app".into(),
+                state: 'R',
+                cpu_ticks: 200,
+                num_threads: 3,
+                processor: Some(1)
+            }
         );
         assert!(parse_pid_stat("").is_err());
         assert!(parse_pid_stat("1 (x) R 1 2").is_err());
