@@ -88,15 +88,6 @@ pub fn pattern(comm: &str) -> String {
     }
 }
 
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len() % 2 == 1 { values[mid] } else { (values[mid - 1] + values[mid]) / 2.0 })
-}
-
 /// Groups threads by [`pattern`] and sizes each group for `cpus` CPUs. Largest groups first.
 pub fn groups(threads: &[ThreadTotals], cpus: f64) -> Vec<Group> {
     let mut by_pattern: BTreeMap<String, Vec<&ThreadTotals>> = BTreeMap::new();
@@ -109,7 +100,8 @@ pub fn groups(threads: &[ThreadTotals], cpus: f64) -> Vec<Group> {
             let samples: u32 = members.iter().map(|t| t.samples).sum();
             let running: u32 = members.iter().map(|t| t.running_samples).sum();
             let running_fraction = if samples == 0 { 0.0 } else { f64::from(running) / f64::from(samples) };
-            let ratio = median(members.iter().filter_map(|t| t.wait_compute_ratio()).collect());
+            let mut ratios: Vec<f64> = members.iter().filter_map(|t| t.wait_compute_ratio()).collect();
+            let ratio = (!ratios.is_empty()).then(|| crate::lab::neighbours::median(&mut ratios));
             let recommended = ratio.and_then(|r| {
                 cotenant::sizing::by_utilization(cpus, 1.0, r, 1.0).ok().map(|sizing| sizing.threads)
             });

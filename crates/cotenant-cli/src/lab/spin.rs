@@ -125,9 +125,9 @@ pub struct RunSpec {
     pub round_trip: Duration,
 }
 
-/// What one run measured.
-pub struct RunResult {
-    /// End-to-end latencies (ns: round trip and transaction) per second of the run.
+/// Transaction latencies (ns): of one session, or of every session of a run merged.
+pub struct Latencies {
+    /// End-to-end latencies (round trip and transaction) per second of the run.
     pub per_second: Vec<Histogram<u64>>,
     /// End-to-end latencies of the whole run.
     pub total: Histogram<u64>,
@@ -136,6 +136,42 @@ pub struct RunResult {
     /// Latencies of the transactions that began inside the boost window.
     pub in_window: Histogram<u64>,
     pub transactions: u64,
+}
+
+impl Latencies {
+    fn new() -> Self {
+        Latencies {
+            per_second: Vec::new(),
+            total: histogram(),
+            server: histogram(),
+            in_window: histogram(),
+            transactions: 0,
+        }
+    }
+
+    /// The histogram of second `second` of the run, created on first use.
+    fn second(&mut self, second: usize) -> &mut Histogram<u64> {
+        while self.per_second.len() <= second {
+            self.per_second.push(histogram());
+        }
+        &mut self.per_second[second]
+    }
+
+    fn add(&mut self, other: &Latencies) -> anyhow::Result<()> {
+        self.transactions += other.transactions;
+        self.total.add(&other.total).context("merging histograms")?;
+        self.server.add(&other.server).context("merging histograms")?;
+        self.in_window.add(&other.in_window).context("merging histograms")?;
+        for (second, h) in other.per_second.iter().enumerate() {
+            self.second(second).add(h).context("merging histograms")?;
+        }
+        Ok(())
+    }
+}
+
+/// What one run measured.
+pub struct RunResult {
+    pub latencies: Latencies,
     pub elapsed: Duration,
     /// Why the boost could not be applied, if it could not.
     pub boost_refused: Option<String>,
@@ -143,7 +179,7 @@ pub struct RunResult {
 
 impl RunResult {
     pub fn throughput(&self) -> f64 {
-        self.transactions as f64 / self.elapsed.as_secs_f64().max(1e-9)
+        self.latencies.transactions as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 }
 
@@ -231,27 +267,10 @@ pub fn run_once(spec: &RunSpec) -> anyhow::Result<RunResult> {
     shared.stop.store(true, Ordering::SeqCst);
     shared.signal.notify_all();
     let elapsed = start.elapsed();
-    let mut result = RunResult {
-        per_second: Vec::new(),
-        total: histogram(),
-        server: histogram(),
-        in_window: histogram(),
-        transactions: 0,
-        elapsed: spec.duration,
-        boost_refused: None,
-    };
+    let mut result = RunResult { latencies: Latencies::new(), elapsed: spec.duration, boost_refused: None };
     for thread in threads {
         let session = thread.join().map_err(|_| anyhow::anyhow!("a session thread panicked"))??;
-        result.transactions += session.transactions;
-        result.total.add(&session.total).context("merging histograms")?;
-        result.server.add(&session.server).context("merging histograms")?;
-        result.in_window.add(&session.in_window).context("merging histograms")?;
-        for (second, h) in session.per_second.into_iter().enumerate() {
-            if result.per_second.len() <= second {
-                result.per_second.push(histogram());
-            }
-            result.per_second[second].add(&h).context("merging histograms")?;
-        }
+        result.latencies.add(&session)?;
     }
     // Transactions were counted up to the stop; the last ones finished just after it.
     result.elapsed = elapsed.min(spec.duration + Duration::from_millis(500)).max(spec.duration);
@@ -266,14 +285,6 @@ fn sleep_until(at: Instant) {
     }
 }
 
-struct SessionResult {
-    per_second: Vec<Histogram<u64>>,
-    server: Histogram<u64>,
-    total: Histogram<u64>,
-    in_window: Histogram<u64>,
-    transactions: u64,
-}
-
 /// What one session thread is told.
 struct SessionSpec {
     index: usize,
@@ -285,19 +296,13 @@ struct SessionSpec {
     window: Option<(Instant, Instant)>,
 }
 
-fn session(spec: SessionSpec, shared: &Shared) -> anyhow::Result<SessionResult> {
+fn session(spec: SessionSpec, shared: &Shared) -> anyhow::Result<Latencies> {
     let SessionSpec { index, cpus, strategy, boosted, round_trip, start, window } = spec;
     set_affinity(&cpus).with_context(|| format!("pinning session {index} to CPUs {cpus:?}"))?;
     let original_nice = current_nice();
     let mut nice_now = original_nice;
     let backoff = strategy.backoff();
-    let mut out = SessionResult {
-        per_second: Vec::new(),
-        server: histogram(),
-        total: histogram(),
-        in_window: histogram(),
-        transactions: 0,
-    };
+    let mut out = Latencies::new();
     let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ index as u64;
     sleep_until(start);
     while !shared.stop.load(Ordering::Relaxed) {
@@ -359,10 +364,7 @@ fn session(spec: SessionSpec, shared: &Shared) -> anyhow::Result<SessionResult> 
         let latency = nanos(committed - sent);
         out.server.saturating_record(nanos(committed - began));
         let second = began.saturating_duration_since(start).as_secs() as usize;
-        while out.per_second.len() <= second {
-            out.per_second.push(histogram());
-        }
-        out.per_second[second].saturating_record(latency);
+        out.second(second).saturating_record(latency);
         out.total.saturating_record(latency);
         if window.is_some_and(|(from, to)| began >= from && began < to) {
             out.in_window.saturating_record(latency);
@@ -404,11 +406,11 @@ fn set_nice(nice: i32) -> std::io::Result<()> {
 }
 
 fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it for indices below CPU_SETSIZE,
-    // which `allowed_cpus` guarantees; sched_setaffinity reads it.
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it for the indices below
+    // CPU_SETSIZE kept here (a cpu_set_t holds no more); sched_setaffinity reads it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &cpu in cpus {
+        for &cpu in cpus.iter().filter(|&&cpu| cpu < libc::CPU_SETSIZE as usize) {
             libc::CPU_SET(cpu, &mut set);
         }
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
@@ -418,17 +420,10 @@ fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The CPUs this process may run on.
+/// The CPUs this process may run on (online ∩ cpuset ∩ affinity, from `cotenant cpus`).
 pub fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
-    // SAFETY: as in `set_affinity`; CPU_ISSET reads inside the set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(std::io::Error::last_os_error()).context("sched_getaffinity");
-        }
-        let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
-        Ok((0..max).filter(|&cpu| libc::CPU_ISSET(cpu, &set)).collect())
-    }
+    let budget = cotenant::cpus::detect().context("finding the CPUs this process may use")?;
+    Ok(budget.allowed_set().iter().map(|cpu| cpu as usize).collect())
 }
 
 /// The restricted CPU count and the sessions for `cpus` allowed CPUs: R = max(1, cpus / 4),
@@ -452,18 +447,11 @@ pub fn increase(before: f64, after: f64) -> f64 {
     }
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.retain(|v| v.is_finite());
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
+/// The median of the finite values (NaN if none): a run without a value (an empty nice
+/// window) does not count.
+fn median(values: Vec<f64>) -> f64 {
+    let mut finite: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+    super::neighbours::median(&mut finite)
 }
 
 fn ms(ns: u64) -> f64 {
@@ -551,19 +539,19 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
                 let row =
                     row_of(&result, "scenario", scenario.name(), strategy, sessions, spec.cpus.len(), repeat);
                 cell.throughput.push(result.throughput());
-                cell.p50.push(ms(result.total.value_at_quantile(0.5)));
-                cell.p99.push(ms(result.total.value_at_quantile(0.99)));
-                cell.p999.push(ms(result.total.value_at_quantile(0.999)));
-                cell.max.push(ms(result.total.max()));
-                cell.server_p999.push(ms(result.server.value_at_quantile(0.999)));
+                cell.p50.push(ms(result.latencies.total.value_at_quantile(0.5)));
+                cell.p99.push(ms(result.latencies.total.value_at_quantile(0.99)));
+                cell.p999.push(ms(result.latencies.total.value_at_quantile(0.999)));
+                cell.max.push(ms(result.latencies.total.max()));
+                cell.server_p999.push(ms(result.latencies.server.value_at_quantile(0.999)));
                 if *scenario == Scenario::Inverted {
-                    cell.window_p999.push(if result.in_window.is_empty() {
+                    cell.window_p999.push(if result.latencies.in_window.is_empty() {
                         f64::NAN
                     } else {
-                        ms(result.in_window.value_at_quantile(0.999))
+                        ms(result.latencies.in_window.value_at_quantile(0.999))
                     });
                     if repeat == 0 {
-                        timelines.push((strategy, result.per_second));
+                        timelines.push((strategy, result.latencies.per_second));
                     }
                 }
                 outcome.rows.push(row);
@@ -590,7 +578,7 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
                 let result = run_once(&spec)?;
                 let entry = sweep.entry((k, strategy as usize)).or_default();
                 entry.0.push(result.throughput());
-                entry.1.push(ms(result.total.value_at_quantile(0.999)));
+                entry.1.push(ms(result.latencies.total.value_at_quantile(0.999)));
                 outcome.rows.push(row_of(
                     &result,
                     "sessions",
@@ -855,12 +843,12 @@ fn row_of(
 ) -> serde_json::Map<String, serde_json::Value> {
     let json = serde_json::json!({
         "part": part, "config": config, "strategy": strategy.name(), "sessions": sessions, "cpus": cpus,
-        "repeat": repeat + 1, "transactions": result.transactions, "throughput": result.throughput(),
-        "p50_ms": ms(result.total.value_at_quantile(0.5)), "p99_ms": ms(result.total.value_at_quantile(0.99)),
-        "transaction_p999_ms": ms(result.server.value_at_quantile(0.999)),
-        "p999_ms": ms(result.total.value_at_quantile(0.999)), "max_ms": ms(result.total.max()),
-        "window_p999_ms": if result.in_window.is_empty() { serde_json::Value::Null } else {
-            serde_json::json!(ms(result.in_window.value_at_quantile(0.999))) },
+        "repeat": repeat + 1, "transactions": result.latencies.transactions, "throughput": result.throughput(),
+        "p50_ms": ms(result.latencies.total.value_at_quantile(0.5)), "p99_ms": ms(result.latencies.total.value_at_quantile(0.99)),
+        "transaction_p999_ms": ms(result.latencies.server.value_at_quantile(0.999)),
+        "p999_ms": ms(result.latencies.total.value_at_quantile(0.999)), "max_ms": ms(result.latencies.total.max()),
+        "window_p999_ms": if result.latencies.in_window.is_empty() { serde_json::Value::Null } else {
+            serde_json::json!(ms(result.latencies.in_window.value_at_quantile(0.999))) },
     });
     match json {
         serde_json::Value::Object(map) => map,
@@ -912,8 +900,8 @@ mod tests {
                 round_trip: Duration::ZERO,
             };
             let result = run_once(&spec).unwrap();
-            assert!(result.transactions > 0, "{}: no transaction", strategy.name());
-            assert_eq!(result.total.len(), result.transactions);
+            assert!(result.latencies.transactions > 0, "{}: no transaction", strategy.name());
+            assert_eq!(result.latencies.total.len(), result.latencies.transactions);
         }
     }
 }
