@@ -104,3 +104,64 @@ fn a_missing_process_is_named() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("pid 999999999") && stderr.contains("/proc/999999999/task"), "{stderr}");
 }
+
+/// Issue 9's acceptance: 8 threads that each sleep 45 ms and compute 5 ms (of their own CPU
+/// time, so a busy host stretches the wall time, not the measurement) read W/C within 30 % of 9
+/// and a recommendation within 30 % of the formula's, 2 CPUs × (1 + 9) = 20. The threads are
+/// this test's own, named `iopool-<n>`, sampled by `cotenant size --pid <this process>`.
+#[test]
+fn eight_threads_of_45_ms_waiting_and_5_ms_computing_read_w_over_c_near_9() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+    fn thread_cpu() -> Duration {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `ts` is a valid out-pointer for the call.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..8)
+        .map(|n| {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name(format!("iopool-{n}"))
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(45));
+                        let start = thread_cpu();
+                        while thread_cpu() - start < Duration::from_millis(5) {
+                            std::hint::spin_loop();
+                        }
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    // Stop the threads on every path, the failing assertions' included.
+    struct Stop(Arc<AtomicBool>, Vec<std::thread::JoinHandle<()>>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+            for handle in self.1.drain(..) {
+                let _ = handle.join();
+            }
+        }
+    }
+    let _stop = Stop(stop, workers);
+    let pid = std::process::id().to_string();
+    let v = json(&["--pid", &pid, "--duration", "3s", "--cpus", "2"]);
+    let groups = v["groups"].as_array().unwrap();
+    let pool = groups
+        .iter()
+        .find(|g| g["pattern"] == "iopool-*")
+        .unwrap_or_else(|| panic!("no iopool-* group: {v}"));
+    assert_eq!(pool["threads"], 8, "{pool}");
+    let ratio = pool["wait_compute_ratio"].as_f64().unwrap();
+    assert!((9.0 * 0.7..=9.0 * 1.3).contains(&ratio), "W/C {ratio}, expected 9 ± 30 %: {pool}");
+    let recommended = pool["recommended"].as_f64().unwrap();
+    assert!(
+        (20.0 * 0.7..=20.0 * 1.3).contains(&recommended),
+        "recommended {recommended}, formula 20: {pool}"
+    );
+}
