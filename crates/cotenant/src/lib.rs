@@ -19,6 +19,7 @@
 //! | [`policy`] | [`Policy`]: pure decisions from a [`policy::Sample`]; the simulator |
 //! | [`sampler`] | host and process CPU counters read each period |
 //! | [`metrics`] | [`Metrics`]: a pool's counters, Display and Prometheus text |
+//! | [`health`] | seed 002's four pool health alerts over a sliding window (pure) |
 //! | [`sizing`] | pool sizes for work that waits: the utilisation formula, Little's law (seed 002) |
 //! | [`wait`] | adaptive waiting: [`wait::Backoff`], [`wait::Signal`], [`wait::Event`] (seed 004) |
 //! | [`procfs`] | pure parsers for the `/proc` and cgroup-fs formats (no I/O) |
@@ -27,6 +28,7 @@
 pub mod advisor;
 pub mod bandwidth;
 pub mod cpus;
+pub mod health;
 mod kfile;
 pub mod metrics;
 pub mod policy;
@@ -39,8 +41,8 @@ mod sync;
 pub mod wait;
 
 pub use cpus::{CpuBudget, Rounding};
-pub use metrics::BudgetMetrics;
 pub use metrics::Metrics;
+pub use metrics::{BudgetMetrics, ElasticMetrics};
 pub use policy::Policy;
 #[cfg(not(loom))]
 pub use pool::checkpoint;

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::health::{Alert, Alerts};
+
 /// A snapshot of a [`Pool`](crate::Pool)'s state. Counters only grow; gauges are "now".
 ///
 /// ```
@@ -44,6 +46,34 @@ pub struct Metrics {
     /// The CPU budget's counters, for a pool built with
     /// [`cpu_budget`](crate::Builder::cpu_budget).
     pub budget: Option<BudgetMetrics>,
+    /// An elastic pool's sizes and estimates, for a pool built with
+    /// [`elastic`](crate::Builder::elastic) (its size is `target`).
+    pub elastic: Option<ElasticMetrics>,
+    /// The health alerts in force (seed 002's four, over a sliding window: `crate::health`).
+    pub alerts: Alerts,
+}
+
+/// An elastic pool's threads and what its size was computed from (see
+/// [`crate::Builder::elastic`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ElasticMetrics {
+    /// The smallest size.
+    pub min: usize,
+    /// The largest size.
+    pub max: usize,
+    /// Gauge: threads alive now (the size, plus any still finishing a task before retiring).
+    pub live: usize,
+    /// Counter: threads started (the first `min` included).
+    pub started: u64,
+    /// Counter: threads retired (exited because the pool shrank).
+    pub retired: u64,
+    /// Gauge: the CPUs the pool's policy allowed at the last decision.
+    pub cpus: u64,
+    /// Gauge: the per-task CPU time estimate (C), in nanoseconds.
+    pub task_cpu_ns: u64,
+    /// Gauge: the per-task blocked time estimate (W), in nanoseconds.
+    pub task_wait_ns: u64,
 }
 
 /// The counters of a pool's user-space CPU budget (see [`crate::Builder::cpu_budget`]).
@@ -66,6 +96,18 @@ pub struct BudgetMetrics {
 }
 
 impl Metrics {
+    /// The health alerts in force when the snapshot was taken: queue above twice the pool
+    /// size, over 95 % of the workers busy for a minute, tasks rejected in the last minute,
+    /// completions falling while tasks wait (seed 002; thresholds and tests in
+    /// [`crate::health`]). The pool logs each alert once when it is raised and once when it
+    /// clears. The window gets a point every second (or every period, if that is longer) from
+    /// the controller of dynamic and elastic pools, and one at every
+    /// [`Pool::metrics`](crate::Pool::metrics) call (points less than a second apart replace
+    /// each other).
+    pub fn alerts(&self) -> Alerts {
+        self.alerts
+    }
+
     /// The metrics in the Prometheus text exposition format, labelled `pool="<pool>"`.
     pub fn to_prometheus(&self, pool: &str) -> String {
         let label = pool.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
@@ -107,18 +149,48 @@ impl Metrics {
                 ),
             ]
         });
+        let elastic_rows = self.elastic.map(|e| {
+            [
+                ("elastic_min_threads", "gauge", "smallest size of the elastic pool", e.min as u64),
+                ("elastic_max_threads", "gauge", "largest size of the elastic pool", e.max as u64),
+                ("elastic_live_threads", "gauge", "threads alive in the elastic pool", e.live as u64),
+                ("elastic_started_total", "counter", "threads the elastic pool started", e.started),
+                ("elastic_retired_total", "counter", "threads the elastic pool retired", e.retired),
+                ("elastic_cpus", "gauge", "CPUs the policy allows the elastic pool", e.cpus),
+            ]
+        });
+        let elastic_times = self.elastic.map(|e| {
+            [
+                ("elastic_task_cpu_seconds", "gauge", "estimated CPU time per task", e.task_cpu_ns),
+                ("elastic_task_wait_seconds", "gauge", "estimated blocked time per task", e.task_wait_ns),
+            ]
+        });
         let mut out = String::new();
-        for (name, kind, help, value) in budget_rows.into_iter().flatten() {
+        for (name, kind, help, value) in
+            budget_rows.into_iter().flatten().chain(elastic_times.into_iter().flatten())
+        {
             out.push_str(&format!(
                 "# HELP cotenant_pool_{name} {help}\n# TYPE cotenant_pool_{name} {kind}\n\
                  cotenant_pool_{name}{{pool=\"{label}\"}} {}\n",
                 value as f64 / 1e9
             ));
         }
-        for (name, kind, help, value) in rows.into_iter().chain(budget_counts.into_iter().flatten()) {
+        for (name, kind, help, value) in rows
+            .into_iter()
+            .chain(budget_counts.into_iter().flatten())
+            .chain(elastic_rows.into_iter().flatten())
+        {
             out.push_str(&format!(
                 "# HELP cotenant_pool_{name} {help}\n# TYPE cotenant_pool_{name} {kind}\n\
                  cotenant_pool_{name}{{pool=\"{label}\"}} {value}\n"
+            ));
+        }
+        out.push_str("# HELP cotenant_pool_alert 1 while the health alert is raised (seed 002)\n");
+        out.push_str("# TYPE cotenant_pool_alert gauge\n");
+        for alert in Alert::ALL {
+            out.push_str(&format!(
+                "cotenant_pool_alert{{pool=\"{label}\",alert=\"{alert}\"}} {}\n",
+                u8::from(self.alerts.contains(alert))
             ));
         }
         out
@@ -154,6 +226,23 @@ impl fmt::Display for Metrics {
                 b.periods,
                 b.short_periods,
                 b.charged_ns as f64 / 1e9
+            )?;
+        }
+        if !self.alerts.is_empty() {
+            write!(f, "; alerts: {}", self.alerts)?;
+        }
+        if let Some(e) = self.elastic {
+            write!(
+                f,
+                "; elastic {}..={}: {} live, {} started, {} retired; {} CPUs, per task {:.3} ms CPU, {:.3} ms blocked",
+                e.min,
+                e.max,
+                e.live,
+                e.started,
+                e.retired,
+                e.cpus,
+                e.task_cpu_ns as f64 / 1e6,
+                e.task_wait_ns as f64 / 1e6
             )?;
         }
         Ok(())

@@ -8,12 +8,14 @@
 //! | [`Policy::share`] | `share.rs` | seed 000 §5.2's formula, faithfully (locks in, see `docs/policy.md`) |
 //! | [`Policy::adaptive`] | `adaptive.rs` | cotenant's controller: contention, idle CPUs, fairness probes |
 //! | (adaptive) | `borrow.rs` | between decisions: one more worker while a CPU is idle *now* |
+//! | (elastic pools) | `elastic.rs` | threads for blocking work: Ncpu × U × (1 + W/C), Little's law, hysteresis |
 //!
 //! Invariant: every decision is in `1..=sample.threads`, and a dynamic policy never exceeds
 //! [`Sample::cap`] (what the quota pays for).
 
 mod adaptive;
 pub mod borrow;
+pub mod elastic;
 mod share;
 pub mod sim;
 

@@ -20,7 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use super::elastic::{spawn_missing, Totals};
 use super::Shared;
+use crate::policy::elastic::{ElasticSample, ElasticState};
 use crate::policy::{fallback_target, Policy, PolicyState};
 use crate::sampler::{clock_ns, read_at_zero, HostCounters, HostDelta, HostSampler};
 
@@ -92,6 +94,8 @@ struct Entry {
     /// `/proc/self/task/<tid>/schedstat` per worker; `None` once any is unavailable.
     schedstat: Option<Vec<(PathBuf, File)>>,
     buf: Vec<u8>,
+    /// An elastic pool's sizer state and its last task totals.
+    elastic: Option<(ElasticState, Option<(Totals, Instant)>)>,
 }
 
 /// Cumulative counters of one pool at one reading.
@@ -137,6 +141,7 @@ pub(crate) fn register(pool: &Arc<Shared>, policy: Policy, period: Duration, thr
         idle_periods: 0,
         schedstat: Some(Vec::new()),
         buf: Vec::new(),
+        elastic: pool.elastic.as_ref().map(|elastic| (ElasticState::new(elastic.config.min), None)),
     });
     drop(registry);
     {
@@ -265,11 +270,16 @@ fn control_loop() {
             }
             // A bug in a tick must not leave every pool without a controller.
             let ticked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                tick(entry, &pool, &host, recorder.as_mut())
+                if entry.elastic.is_some() {
+                    tick_elastic(entry, &pool, &host, recorder.as_mut())
+                } else {
+                    tick(entry, &pool, &host, recorder.as_mut())
+                }
             }));
             if ticked.is_err() {
                 warn_once("a controller tick panicked; that pool keeps its target this period");
             }
+            pool.health_tick();
             true
         });
         if registry.entries.iter().all(|entry| entry.idle_periods >= NAP_AFTER_PERIODS) {
@@ -281,6 +291,9 @@ fn control_loop() {
             for entry in registry.entries.iter_mut() {
                 // Start afresh: the nap is not a period to decide from.
                 entry.last = None;
+                if let Some((_, last_totals)) = entry.elastic.as_mut() {
+                    *last_totals = None;
+                }
                 entry.idle_periods = 0;
                 entry.next_due = now;
             }
@@ -373,6 +386,146 @@ fn tick(
     }
 }
 
+/// The neighbours' CPU use (in CPUs) below which an elastic pool treats its tasks' run-queue
+/// wait as its own (see `tick_elastic`); the adaptive policy's own "alone" threshold.
+const ELASTIC_NEIGHBOUR_FLOOR: f64 = 0.5;
+
+/// An elastic pool's period (`pool/elastic.rs`, `policy/elastic.rs`): the CPU policy decides
+/// the CPUs the pool may use from a sample in which the pool's tasks stand in for workers
+/// (their CPU time plus run-queue wait is the demand, the part of that wait the neighbours'
+/// CPU use explains the contention);
+/// then the sizer turns CPUs into threads and the pool starts or retires threads.
+fn tick_elastic(
+    entry: &mut Entry,
+    pool: &Arc<Shared>,
+    host: &Result<HostCounters, crate::sampler::SampleError>,
+    recorder: Option<&mut std::io::BufWriter<std::fs::File>>,
+) {
+    let Some(elastic) = pool.elastic.as_ref() else { return };
+    let Some((sizer, last_totals)) = entry.elastic.as_mut() else { return };
+    let totals = Totals::read(pool, elastic);
+    let at = Instant::now();
+    let queued = u32::try_from(pool.queued()).unwrap_or(u32::MAX);
+    let previous = last_totals.replace((totals, at));
+    // An elastic pool above its minimum keeps the controller awake until it has shrunk.
+    let had_work = previous.is_none_or(|(before, _)| before != totals)
+        || queued > 0
+        || pool.running() > 0
+        || sizer.size > elastic.config.min;
+    entry.idle_periods = if had_work { 0 } else { entry.idle_periods.saturating_add(1) };
+
+    // 1. The CPUs the pool may use.
+    let before = entry.state.target;
+    let mut idle_ns = 0;
+    let cpus = match host {
+        Err(error) => {
+            pool.sample_errors.fetch_add(1, Ordering::Relaxed);
+            warn_once(&format!("sampling failed ({error}); pools fall back to all their workers"));
+            entry.last = None;
+            fallback_target(entry.threads, entry.last_cap)
+        }
+        Ok(host) => {
+            // The tasks' counters are kept in `entry.elastic`; only the host part is used here.
+            let snapshot = Snapshot {
+                host: host.clone(),
+                workers_busy_ns: 0,
+                workers_cpu_ns: None,
+                workers_runq_wait_ns: None,
+            };
+            match entry
+                .last
+                .replace(snapshot)
+                .and_then(|last| HostDelta::between(&last.host, host).map(|delta| (delta, last)))
+            {
+                None => entry.state.target,
+                Some((delta, _)) => {
+                    idle_ns = delta.idle_ns;
+                    let (cpu, runq) = previous.map_or((0, 0), |(before, _)| {
+                        totals.all_tasks_since(&before, sizer.compute_ns.unwrap_or(0.0), sizer.runq_ns)
+                    });
+                    // An elastic pool runs more threads than CPUs on purpose, so its tasks
+                    // wait for CPUs behind each other: that wait is not contention to give way
+                    // to. What the neighbours take is: their CPU time, when they use at least
+                    // half a CPU (below that, the counters' noise), counts as our tasks' wait,
+                    // up to the wait measured.
+                    let neighbours = delta.busy_ns.saturating_sub(delta.self_ns);
+                    let contention = if neighbours as f64 >= ELASTIC_NEIGHBOUR_FLOOR * delta.elapsed_ns as f64
+                    {
+                        runq.min(neighbours)
+                    } else {
+                        0
+                    };
+                    let sample = delta.sample(
+                        entry.threads,
+                        cpu.saturating_add(runq),
+                        Some(cpu),
+                        Some(contention),
+                        queued,
+                    );
+                    entry.last_cap = Some(sample.cap());
+                    let decision = entry.policy.decide(&sample, &mut entry.state);
+                    pool.decisions.fetch_add(1, Ordering::Relaxed);
+                    if let Some(out) = recorder {
+                        use std::io::Write as _;
+                        let _ = writeln!(
+                            out,
+                            "{{\"pid\": {}, \"pool\": {}, \"policy\": \"{}\", \"before\": {before}, \"sample\": {}, \"target\": {}, \"reason\": \"{}\"}}",
+                            std::process::id(),
+                            entry.id,
+                            entry.policy,
+                            sample.to_json(),
+                            decision.target,
+                            decision.reason.as_str()
+                        );
+                        let _ = out.flush();
+                    }
+                    decision.target
+                }
+            }
+        }
+    };
+
+    // 2. Threads for those CPUs.
+    let Some((before_totals, before_at)) = previous else { return };
+    let sample = ElasticSample {
+        elapsed_ns: u64::try_from(at.duration_since(before_at).as_nanos()).unwrap_or(u64::MAX),
+        cpus,
+        tasks: totals.tasks.saturating_sub(before_totals.tasks),
+        sampled: totals.sampled.saturating_sub(before_totals.sampled),
+        wall_ns: totals.wall_ns.saturating_sub(before_totals.wall_ns),
+        cpu_ns: totals.cpu_ns.saturating_sub(before_totals.cpu_ns),
+        runq_ns: totals.runq_ns.saturating_sub(before_totals.runq_ns),
+        arrivals: totals.arrivals.saturating_sub(before_totals.arrivals),
+        queued,
+        idle_ns,
+    };
+    let decision = crate::policy::elastic::decide(&elastic.config, &sample, sizer);
+    elastic.cpus.store(u64::from(cpus), Ordering::Relaxed);
+    elastic.compute_ns.store(sizer.compute_ns.unwrap_or(0.0) as u64, Ordering::Relaxed);
+    elastic.wait_ns.store(sizer.wait_ns as u64, Ordering::Relaxed);
+
+    // 3. Apply: raise the target before starting threads (a new thread must see itself
+    // below it); after lowering it, wake the sleepers above it so that they retire.
+    let size = decision.size as usize;
+    let current = pool.sleep.target();
+    if size != current {
+        tracing::debug!(
+            size,
+            before = current,
+            wanted = decision.wanted,
+            reason = decision.reason.as_str(),
+            cpus,
+            wait_compute = sizer.wait_compute_ratio().unwrap_or(f64::NAN),
+            "cotenant elastic pool size changed"
+        );
+        pool.sleep.set_target(size, || pool.queued());
+        if size < current {
+            pool.sleep.wake_above_target();
+        }
+    }
+    let _ = spawn_missing(pool, pool.sleep.target());
+}
+
 /// Sum of the workers' run-queue wait from schedstat, or `None` when the kernel does not
 /// report it (no `CONFIG_SCHED_INFO`) or a worker has not started yet.
 fn read_runq_wait(entry: &mut Entry, pool: &Shared) -> Option<u64> {
@@ -425,6 +578,7 @@ mod tests {
             idle_periods: 0,
             schedstat: None,
             buf: Vec::new(),
+            elastic: None,
         }
     }
 

@@ -12,12 +12,15 @@
 //! | `borrow.rs` | borrowing an idle CPU between decisions (`policy/borrow.rs`) |
 //! | `budget.rs` | the user-space CPU budget: slices, charging, parking at exhaustion, [`checkpoint`] |
 //! | `control.rs` | the process-wide control thread: sampler → policy → `set_target` |
+//! | `elastic.rs` | elastic pools: per-task measurement, creating and retiring threads |
 
 mod borrow;
 #[cfg(not(loom))]
 mod budget;
 #[cfg(not(loom))]
 pub(crate) mod control;
+#[cfg(not(loom))]
+mod elastic;
 mod placement;
 mod queue;
 mod sleep;
@@ -32,6 +35,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::metrics::Metrics;
+use crate::policy::elastic::ElasticConfig;
 use crate::policy::Policy;
 use crate::sync::{
     fence, lock, thread, wait, wait_timeout, AtomicBool, AtomicU64, AtomicUsize, CachePadded, Condvar, Mutex,
@@ -63,6 +67,10 @@ pub const MAX_PERIOD: Duration = Duration::from_secs(10);
 /// How long a submitter blocked on a full queue waits before it tries again even if no worker
 /// woke it (`Shared::push_blocking`).
 const BLOCKED_RETRY: Duration = Duration::from_millis(10);
+
+/// How often the controller adds a point to a pool's health window (`crate::health`).
+#[cfg(not(loom))]
+const HEALTH_EVERY: Duration = Duration::from_secs(1);
 
 /// What a submit does when the queue is full (the rejection policies of seed 002).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -163,6 +171,7 @@ pub struct Builder {
     background: bool,
     cpu_budget: Option<(f64, Duration)>,
     budget_slush: bool,
+    elastic: Option<ElasticConfig>,
 }
 
 impl Default for Builder {
@@ -178,6 +187,7 @@ impl Default for Builder {
             background: false,
             cpu_budget: None,
             budget_slush: true,
+            elastic: None,
         }
     }
 }
@@ -283,21 +293,70 @@ impl Builder {
         self
     }
 
+    /// An elastic pool for tasks that block (I/O, calls to other services): between `min` and
+    /// `max` threads, sized every period by seed 002's formula, threads = Ncpu × U × (1 + W/C),
+    /// with W/C measured on the pool's own tasks (wall time, thread CPU time and run-queue
+    /// wait) and Ncpu the CPUs the pool's [`Policy`] allows it now (so it too gives way when
+    /// the neighbours are busy). Without a backlog, Little's law (arrival rate × task time)
+    /// bounds the size; with a backlog, the size also grows while the allowed CPUs sit idle.
+    /// It grows at once and shrinks after 50 periods of wanting fewer threads (half a second
+    /// at the default period; `policy::elastic`). `max` is at most 65 536.
+    ///
+    /// Why create and retire threads here when a CPU pool parks a fixed set: a CPU pool needs
+    /// at most one thread per CPU, and a parked thread costs nothing. A blocking pool may need
+    /// hundreds of threads under load and a handful when quiet; keeping hundreds parked would
+    /// cost memory for their stacks all the time.
+    ///
+    /// Not combinable with [`threads`](Builder::threads), [`pin_workers`](Builder::pin_workers)
+    /// or [`cpu_budget`](Builder::cpu_budget) (`build` says so). Default: not elastic.
+    ///
+    /// ```
+    /// let pool = cotenant::Pool::builder().elastic(2, 64).build().unwrap();
+    /// let sleepy = pool.spawn(|| std::thread::sleep(std::time::Duration::from_millis(1)));
+    /// sleepy.join().unwrap();
+    /// let elastic = pool.metrics().elastic.unwrap();
+    /// assert_eq!((elastic.min, elastic.max), (2, 64));
+    /// assert!((2..=64).contains(&pool.target()));
+    /// ```
+    pub fn elastic(mut self, min: usize, max: usize) -> Self {
+        let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        self.elastic = Some(ElasticConfig::new(to_u32(min), to_u32(max)));
+        self
+    }
+
     /// Starts the threads (and registers with the controller unless the policy is fixed).
     pub fn build(self) -> Result<Pool, BuildError> {
         let invalid = |why: String| Err(BuildError::InvalidArgument(why));
         if let Err(why) = self.policy.validate() {
             return invalid(why);
         }
-        let threads = match (self.threads, self.policy.fixed_target()) {
-            (Some(threads), _) => threads,
-            (None, Some(fixed)) => fixed,
-            (None, None) => default_threads(),
+        if let Some(config) = &self.elastic {
+            if let Err(why) = config.validate() {
+                return invalid(why);
+            }
+            let conflict = if self.threads.is_some() {
+                Some("threads (an elastic pool sizes itself between min and max)")
+            } else if self.pin_workers {
+                Some("pin_workers (an elastic pool's threads come and go)")
+            } else if self.cpu_budget.is_some() {
+                Some("cpu_budget")
+            } else {
+                None
+            };
+            if let Some(conflict) = conflict {
+                return invalid(format!("elastic pools do not support {conflict}"));
+            }
+        }
+        let threads = match (self.elastic, self.threads, self.policy.fixed_target()) {
+            (Some(config), _, _) => config.max as usize,
+            (None, Some(threads), _) => threads,
+            (None, None, Some(fixed)) => fixed,
+            (None, None, None) => default_threads(),
         };
         if threads == 0 {
             return invalid("threads must be at least 1, got 0".into());
         }
-        if let Some(fixed) = self.policy.fixed_target() {
+        if let (Some(fixed), None) = (self.policy.fixed_target(), self.elastic) {
             if fixed > threads {
                 return invalid(format!(
                     "Policy::fixed({fixed}) asks for more workers than threads({threads})"
@@ -337,8 +396,15 @@ impl Builder {
             }
         };
         // Dynamic policies start with every worker allowed (all threads are ours until the
-        // first sample says otherwise); the controller corrects it within one period.
-        let initial_target = self.policy.fixed_target().unwrap_or(threads);
+        // first sample says otherwise); the controller corrects it within one period. An
+        // elastic pool starts at its minimum size.
+        let initial_target = match self.elastic {
+            Some(config) => config.min as usize,
+            None => self.policy.fixed_target().unwrap_or(threads),
+        };
+        // An elastic pool starts its first `min` threads here, the controller the others.
+        let started = initial_target.min(threads);
+        let controlled = self.policy.fixed_target().is_none() || self.elastic.is_some();
         let shared = Arc::new(Shared {
             queue: Queue::new(self.queue_capacity),
             sleep: Sleep::new(threads, initial_target),
@@ -346,14 +412,14 @@ impl Builder {
             stopped: AtomicBool::new(false),
             cancelling: AtomicBool::new(false),
             on_full: self.on_full,
-            dynamic: self.policy.fixed_target().is_none(),
+            dynamic: controlled,
             borrow: Borrow::new(self.policy.fixed_target().is_none()),
             borrows: AtomicU64::new(0),
             blocked: AtomicUsize::new(0),
             blocked_lock: Mutex::new(()),
             not_full: Condvar::new(),
             workers: (0..threads).map(|_| CachePadded(WorkerStats::default())).collect(),
-            live: Mutex::new(threads),
+            live: Mutex::new(if self.elastic.is_some() { started } else { threads }),
             exited: Condvar::new(),
             rejected: AtomicU64::new(0),
             caller_ran: AtomicU64::new(0),
@@ -362,12 +428,22 @@ impl Builder {
             epoch: Instant::now(),
             #[cfg(not(loom))]
             budget,
+            #[cfg(not(loom))]
+            elastic: self
+                .elastic
+                .map(|config| elastic::Elastic::new(config, self.name.clone(), self.background)),
+            #[cfg(not(loom))]
+            health: std::sync::Mutex::new(crate::health::Health::new(Default::default())),
+            #[cfg(not(loom))]
+            health_at_ns: AtomicU64::new(0),
         });
+        let started = if self.elastic.is_some() { started } else { threads };
         let allowed = if self.pin_workers { affinity_cpus() } else { Vec::new() };
         let placing = self.pin_workers || self.background;
         let (placed_tx, placed_rx) = std::sync::mpsc::channel::<placement::Outcome>();
-        let mut handles = Vec::with_capacity(threads);
-        for index in 0..threads {
+        let mut handles = Vec::with_capacity(started);
+        for index in 0..started {
+            shared.workers[index].occupied.store(true, std::sync::atomic::Ordering::Release);
             let worker_shared = shared.clone();
             let request =
                 placement::Request { cpu: placement::cpu_for(index, &allowed), background: self.background };
@@ -381,7 +457,7 @@ impl Builder {
             }) {
                 Ok(handle) => handles.push(handle),
                 Err(error) => {
-                    *lock(&shared.live) -= threads - index;
+                    *lock(&shared.live) -= started - index;
                     shared.close(true);
                     for handle in handles {
                         let _ = handle.join();
@@ -391,9 +467,13 @@ impl Builder {
             }
         }
         drop(placed_tx);
+        #[cfg(not(loom))]
+        if let Some(elastic) = &shared.elastic {
+            elastic.started.store(started as u64, Ordering::Relaxed);
+        }
         let mut placement = Placement::default();
         if placing {
-            let mut outcomes: Vec<placement::Outcome> = placed_rx.iter().take(threads).collect();
+            let mut outcomes: Vec<placement::Outcome> = placed_rx.iter().take(started).collect();
             outcomes.sort_by_key(|o| o.index);
             if self.pin_workers {
                 placement.pinned = outcomes.iter().map(|o| o.cpu).collect();
@@ -401,8 +481,15 @@ impl Builder {
             placement.background = placement::weakest(outcomes.into_iter().filter_map(|o| o.background));
         }
         #[cfg(not(loom))]
-        let control = if self.policy.fixed_target().is_none() {
-            Some(control::register(&shared, self.policy.clone(), period, threads))
+        let control = if controlled {
+            // An elastic pool's CPU policy decides CPUs, not threads: at most the allowed CPUs
+            // (or `n` for `Policy::fixed(n)`).
+            let policy_threads = match (self.elastic, self.policy.fixed_target()) {
+                (None, _) => threads,
+                (Some(_), Some(fixed)) => fixed,
+                (Some(_), None) => default_threads(),
+            };
+            Some(control::register(&shared, self.policy.clone(), period, policy_threads))
         } else {
             None
         };
@@ -494,6 +581,15 @@ pub(crate) struct Shared {
     /// The user-space CPU budget, if the pool has one (`budget.rs`).
     #[cfg(not(loom))]
     pub(crate) budget: Option<Arc<budget::Budget>>,
+    /// An elastic pool's settings and counters (`elastic.rs`).
+    #[cfg(not(loom))]
+    pub(crate) elastic: Option<elastic::Elastic>,
+    /// The health alerts' sliding window (`crate::health`), and when it last got a point
+    /// (ns since `epoch`).
+    #[cfg(not(loom))]
+    health: std::sync::Mutex<crate::health::Health>,
+    #[cfg(not(loom))]
+    health_at_ns: AtomicU64,
 }
 
 enum Refused {
@@ -530,6 +626,26 @@ impl Shared {
         }
     }
 
+    /// Whether this is an elastic pool (its workers above the target retire).
+    pub(crate) fn is_elastic(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            self.elastic.is_some()
+        }
+        #[cfg(loom)]
+        {
+            false
+        }
+    }
+
+    /// Called by an elastic pool's worker that exits because it is above the size.
+    pub(crate) fn worker_retired(&self) {
+        #[cfg(not(loom))]
+        if let Some(elastic) = &self.elastic {
+            elastic.retired.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// Called by each worker thread as it exits.
     pub(crate) fn worker_exited(&self) {
         *lock(&self.live) -= 1;
@@ -556,6 +672,10 @@ impl Shared {
                 #[cfg(not(loom))]
                 if self.dynamic {
                     control::nudge();
+                }
+                #[cfg(not(loom))]
+                if let Some(elastic) = &self.elastic {
+                    elastic.arrivals.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 Ok(())
             }
@@ -680,6 +800,84 @@ impl Shared {
             self.not_full.notify_all();
         }
         self.sleep.wake_all();
+    }
+
+    /// The pool's counters and gauges now (alerts not evaluated).
+    pub(crate) fn snapshot(&self) -> Metrics {
+        let shared = self;
+        let sum = |f: fn(&WorkerStats) -> u64| shared.workers.iter().map(|w| f(w)).sum::<u64>();
+        Metrics {
+            threads: shared.workers.len(),
+            target: shared.sleep.target(),
+            running: shared.running(),
+            queued: shared.queue.len(),
+            queue_capacity: shared.queue.capacity(),
+            completed: sum(|w| w.completed.load(Ordering::Relaxed))
+                + shared.caller_ran.load(Ordering::Relaxed),
+            caller_ran: shared.caller_ran.load(Ordering::Relaxed),
+            rejected: shared.rejected.load(Ordering::Relaxed),
+            panicked: sum(|w| w.panicked.load(Ordering::Relaxed)),
+            decisions: shared.decisions.load(Ordering::Relaxed),
+            sample_errors: shared.sample_errors.load(Ordering::Relaxed),
+            borrows: shared.borrows.load(Ordering::Relaxed),
+            #[cfg(not(loom))]
+            budget: shared.budget.as_ref().map(|budget| crate::metrics::BudgetMetrics {
+                quota_ns: budget.bandwidth.quota_ns(),
+                period_ns: budget.bandwidth.period_ns(),
+                periods: budget.periods(),
+                throttled_periods: budget.bandwidth.throttled_periods(),
+                short_periods: budget.bandwidth.short_periods(),
+                charged_ns: budget.bandwidth.charged_ns(),
+            }),
+            #[cfg(loom)]
+            budget: None,
+            #[cfg(not(loom))]
+            elastic: shared.elastic.as_ref().map(|elastic| {
+                use std::sync::atomic::Ordering::Relaxed;
+                crate::metrics::ElasticMetrics {
+                    min: elastic.config.min as usize,
+                    max: elastic.config.max as usize,
+                    live: *lock(&shared.live),
+                    started: elastic.started.load(Relaxed),
+                    retired: elastic.retired.load(Relaxed),
+                    cpus: elastic.cpus.load(Relaxed),
+                    task_cpu_ns: elastic.compute_ns.load(Relaxed),
+                    task_wait_ns: elastic.wait_ns.load(Relaxed),
+                }
+            }),
+            #[cfg(loom)]
+            elastic: None,
+            alerts: crate::health::Alerts::default(),
+        }
+    }
+
+    /// Adds `metrics` to the health window and logs each alert that changed, once.
+    #[cfg(not(loom))]
+    pub(crate) fn observe_health(&self, metrics: &Metrics) -> crate::health::Alerts {
+        let now = self.epoch.elapsed();
+        self.health_at_ns.store(u64::try_from(now.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        let mut health = self.health.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for transition in health.observe(now, metrics) {
+            let alert = transition.alert.as_str();
+            if transition.raised {
+                tracing::warn!(alert, advice = transition.alert.advice(), %metrics, "cotenant pool alert raised");
+            } else {
+                tracing::info!(alert, %metrics, "cotenant pool alert cleared");
+            }
+        }
+        health.alerts()
+    }
+
+    /// The controller's call each period: a health point at most every `HEALTH_EVERY`, so that
+    /// alerts are logged even when nobody reads the metrics.
+    #[cfg(not(loom))]
+    pub(crate) fn health_tick(&self) {
+        let now = worker::nanos_since(self.epoch);
+        let last = self.health_at_ns.load(Ordering::Relaxed);
+        if last == 0 || now.saturating_sub(last) >= HEALTH_EVERY.as_nanos() as u64 {
+            let metrics = self.snapshot();
+            self.observe_health(&metrics);
+        }
     }
 
     pub(crate) fn running(&self) -> usize {
@@ -824,7 +1022,8 @@ impl Pool {
         self.shared.sleep.target()
     }
 
-    /// The OS threads this pool started.
+    /// The OS threads this pool started (for an elastic pool: its maximum; how many run now is
+    /// in [`Metrics::elastic`]).
     pub fn threads(&self) -> usize {
         self.threads
     }
@@ -844,40 +1043,21 @@ impl Pool {
         &self.name
     }
 
-    /// A snapshot of the pool's counters and gauges.
+    /// A snapshot of the pool's counters and gauges, with the health alerts in force
+    /// ([`Metrics::alerts`]; each call is also a point of the alerts' sliding window).
     pub fn metrics(&self) -> Metrics {
-        let shared = &self.shared;
-        let sum = |f: fn(&WorkerStats) -> u64| shared.workers.iter().map(|w| f(w)).sum::<u64>();
-        Metrics {
-            threads: self.threads,
-            target: shared.sleep.target(),
-            running: shared.running(),
-            queued: shared.queue.len(),
-            queue_capacity: shared.queue.capacity(),
-            completed: sum(|w| w.completed.load(Ordering::Relaxed))
-                + shared.caller_ran.load(Ordering::Relaxed),
-            caller_ran: shared.caller_ran.load(Ordering::Relaxed),
-            rejected: shared.rejected.load(Ordering::Relaxed),
-            panicked: sum(|w| w.panicked.load(Ordering::Relaxed)),
-            decisions: shared.decisions.load(Ordering::Relaxed),
-            sample_errors: shared.sample_errors.load(Ordering::Relaxed),
-            borrows: shared.borrows.load(Ordering::Relaxed),
-            #[cfg(not(loom))]
-            budget: shared.budget.as_ref().map(|budget| crate::metrics::BudgetMetrics {
-                quota_ns: budget.bandwidth.quota_ns(),
-                period_ns: budget.bandwidth.period_ns(),
-                periods: budget.periods(),
-                throttled_periods: budget.bandwidth.throttled_periods(),
-                short_periods: budget.bandwidth.short_periods(),
-                charged_ns: budget.bandwidth.charged_ns(),
-            }),
-            #[cfg(loom)]
-            budget: None,
+        #[allow(unused_mut)]
+        let mut metrics = self.shared.snapshot();
+        #[cfg(not(loom))]
+        {
+            metrics.alerts = self.shared.observe_health(&metrics);
         }
+        metrics
     }
 
     /// Stops accepting tasks, lets the workers run everything already queued, and waits until
-    /// every worker thread has exited. Idempotent, and safe to call from several threads.
+    /// every worker thread has exited (for the threads an elastic pool started after `build`:
+    /// until each has left the pool; the OS thread may finish exiting just after). Idempotent, and safe to call from several threads.
     /// Called from one of this pool's own tasks, it waits for every worker but the calling
     /// one, which exits after that task returns (so tasks still queued behind it may run after
     /// `shutdown` returns).

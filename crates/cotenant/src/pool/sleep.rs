@@ -167,6 +167,25 @@ impl Sleep {
         true
     }
 
+    /// Wakes every sleeper at or above the target (an elastic pool's controller, after
+    /// lowering it: those workers retire). A worker registering concurrently reads the target
+    /// after registering, so it either is claimed here or sees itself above the target.
+    #[cfg(not(loom))]
+    pub(crate) fn wake_above_target(&self) -> usize {
+        let mut registry = lock(&self.registry);
+        let target = self.target.load(Ordering::SeqCst);
+        let woken: Vec<usize> =
+            (target..registry.asleep.len()).filter(|&index| registry.asleep[index]).collect();
+        for &index in &woken {
+            registry.asleep[index] = false;
+        }
+        drop(registry);
+        for &index in &woken {
+            self.parkers[index].unpark();
+        }
+        woken.len()
+    }
+
     /// Wakes every sleeper (shutdown).
     pub(crate) fn wake_all(&self) {
         let mut registry = lock(&self.registry);

@@ -2,6 +2,7 @@
 //!
 //! 1. Read the target. A worker whose index is at or above it runs nothing: it finishes the task
 //!    it had, then sleeps (step S of `pool/README.md`), costing no CPU until the target rises.
+//!    In an elastic pool it exits instead (retires, `elastic.rs`), and tasks are measured.
 //! 2. An allowed worker pops a task and runs it; a panic is caught inside the job (the worker
 //!    survives) and counted here.
 //! 3. Finding the queue empty, it spins with back-off for a few microseconds (seed 004: bounded
@@ -48,6 +49,11 @@ pub(crate) struct WorkerStats {
     /// Set by a submit that woke this worker beyond the target (step 4); cleared by the
     /// worker when it gives the CPU back.
     pub(crate) borrowed: AtomicBool,
+    /// Elastic pools: whether a thread runs in this slot (set by whoever starts it, cleared by
+    /// the thread as it exits), and the slot's per-task counters (`elastic.rs`).
+    pub(crate) occupied: std::sync::atomic::AtomicBool,
+    #[cfg(not(loom))]
+    pub(crate) tasks: super::elastic::TaskCounters,
 }
 
 impl WorkerStats {
@@ -116,7 +122,7 @@ thread_local! {
 }
 
 /// Tells the pool this worker has exited, however the loop ends.
-struct ExitGuard<'a>(&'a Shared);
+struct ExitGuard<'a>(&'a Shared, usize);
 
 impl Drop for ExitGuard<'_> {
     fn drop(&mut self) {
@@ -125,6 +131,8 @@ impl Drop for ExitGuard<'_> {
         super::budget::leave();
         #[cfg(not(loom))]
         CURRENT_POOL.with(|current| current.set(0));
+        // The slot is free for a new thread (elastic pools): this one touches it no more.
+        self.0.workers[self.1].occupied.store(false, std::sync::atomic::Ordering::Release);
         self.0.worker_exited();
     }
 }
@@ -143,7 +151,11 @@ pub(crate) fn nanos_since(epoch: Instant) -> u64 {
 /// The body of worker `index`'s thread.
 pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     let stats = &shared.workers[index];
-    let _exit = ExitGuard(&shared);
+    let _exit = ExitGuard(&shared, index);
+    // Elastic pools measure tasks and retire the workers above the target (`elastic.rs`).
+    let elastic = shared.is_elastic();
+    #[cfg(not(loom))]
+    let mut meter = elastic.then(super::elastic::TaskMeter::for_current_thread);
     #[cfg(not(loom))]
     CURRENT_POOL.with(|current| current.set(Arc::as_ptr(&shared) as usize));
     stats.register_thread();
@@ -188,8 +200,14 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                     continue;
                 }
                 stats.mark_busy(shared.epoch);
+                #[cfg(not(loom))]
+                let mark = meter.as_mut().and_then(|meter| meter.start());
                 if guarded(move || job.run() == Outcome::Panicked) {
                     stats.panicked.fetch_add(1, Ordering::Relaxed);
+                }
+                #[cfg(not(loom))]
+                if let Some(meter) = meter.as_mut() {
+                    meter.finish(mark, stats);
                 }
                 #[cfg(not(loom))]
                 if budgeted {
@@ -241,10 +259,15 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             if shared.is_closed() {
                 break;
             }
+            if elastic {
+                // Above the size: retire rather than sleep (`elastic.rs` step 4).
+                shared.worker_retired();
+                break;
+            }
         }
-        shared
-            .sleep
-            .sleep(index, |target| shared.is_closed() || (index < target && !shared.queue.is_empty()));
+        shared.sleep.sleep(index, |target| {
+            shared.is_closed() || (index < target && !shared.queue.is_empty()) || (elastic && index >= target)
+        });
         last_borrow_check = Instant::now();
     }
     stats.mark_idle(shared.epoch);
