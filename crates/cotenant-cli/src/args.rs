@@ -317,6 +317,8 @@ pub enum Experiment {
     /// Sessions waiting for each other (seed 004): pure spinning against yield, back-off and
     /// park, under CPU restriction and priority inversion.
     Spin,
+    /// Pool sizes 1 to 256 against I/O delays of 0 to 50 ms, and the elastic pool (seed 002).
+    Sizing,
     /// `neighbours` with Go services: default GOMAXPROCS against the cotenant Go controller.
     GoNeighbours,
     /// What `make demo` runs: a quick `neighbours` at P = 2 with a short verdict.
@@ -343,6 +345,7 @@ impl Experiment {
             Experiment::Isolation => "isolation",
             Experiment::Throttling => "throttling",
             Experiment::Spin => "spin",
+            Experiment::Sizing => "sizing",
             Experiment::Headline => "headline",
             Experiment::All => "all",
             Experiment::Clean => "clean",

@@ -251,6 +251,40 @@ fn spin_quick_runs_every_strategy_in_every_part() {
 }
 
 #[test]
+fn sizing_quick_sweeps_fixed_sizes_and_the_elastic_pool() {
+    let results = smoke("sizing", &[]);
+    let rows = results["rows"].as_array().unwrap();
+    // --quick: delays 0 and 20 ms, fixed sizes 1, 4, 16, 64, and the elastic pool.
+    assert_eq!(rows.len(), 2 * 5);
+    for row in rows {
+        assert!(row["tasks"].as_u64().unwrap() > 0, "{row}");
+        assert!(row["throughput"].as_f64().unwrap() > 0.0, "{row}");
+        let cpu = row["cpu_percent"].as_f64().unwrap();
+        assert!((0.0..=110.0).contains(&cpu), "{row}");
+    }
+    let elastic: Vec<&Value> = rows.iter().filter(|r| r["pool"] == "elastic").collect();
+    assert_eq!(elastic.len(), 2);
+    for row in elastic {
+        let size = row["size"].as_f64().unwrap();
+        assert!((1.0..=256.0).contains(&size), "{row}");
+    }
+    // Blocking tasks: one thread cannot keep up with 64 (20 ms of sleep per 2 ms of CPU).
+    let at = |pool: &str, size: f64| {
+        rows.iter()
+            .find(|r| r["delay_ms"] == 20 && r["pool"] == pool && (pool == "elastic" || r["size"] == size))
+            .map(|r| r["throughput"].as_f64().unwrap())
+            .unwrap()
+    };
+    assert!(at("fixed", 64.0) > 2.0 * at("fixed", 1.0));
+    assert!(at("elastic", 0.0) > 2.0 * at("fixed", 1.0), "the elastic pool grew past one thread");
+    let summary = results["summary"]["delays"].as_array().unwrap();
+    assert_eq!(summary.len(), 2);
+    assert!(summary[1]["formula_u1"].as_f64().unwrap() > summary[0]["formula_u1"].as_f64().unwrap());
+    let verdicts = results["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 3, "{verdicts:?}");
+}
+
+#[test]
 fn overcommit_and_contention_quick_sweep_the_thread_counts() {
     for experiment in ["overcommit", "contention"] {
         let results = smoke(experiment, &[]);

@@ -12,7 +12,7 @@ use crate::args::{Experiment, LabArgs};
 use crate::lab::{self, Lab, Outcome};
 
 /// The experiments `all` runs, in order.
-const ALL: [Experiment; 12] = [
+const ALL: [Experiment; 13] = [
     Experiment::Runtimes,
     Experiment::Overcommit,
     Experiment::Contention,
@@ -25,6 +25,7 @@ const ALL: [Experiment; 12] = [
     Experiment::Isolation,
     Experiment::Throttling,
     Experiment::Spin,
+    Experiment::Sizing,
 ];
 
 #[derive(Serialize)]
@@ -64,6 +65,7 @@ fn run_one(experiment: Experiment, lab: &Lab, args: &LabArgs) -> anyhow::Result<
         Experiment::Isolation => lab::isolation::run(lab, args),
         Experiment::Throttling => lab::throttling::run(lab, args),
         Experiment::Spin => lab::spin::run(lab, args),
+        Experiment::Sizing => lab::sizing::run(lab, args),
         Experiment::Headline => {
             neighbours::run_plan(lab, args, &neighbours::Plan::headline(lab, args), "headline")
         }

@@ -19,6 +19,7 @@
 //! | `loadgen.rs` | the open-loop HTTP load generator of `isolation` |
 //! | `throttling.rs` | seed 001: Table II on this kernel, rewrites, and the user-space CPU budget |
 //! | `spin.rs` | seed 004: a model of WiredTiger's snapshot wait, per waiting strategy, restricted and inverted |
+//! | `sizing.rs` | seed 002: pool sizes 1 to 256 against I/O delays, and the elastic pool |
 //!
 //! Every experiment returns an [`Outcome`]; `cmd/lab.rs` prints it and writes
 //! `DIR/<experiment>/{results.csv, results.json, report.md, <chart>.svg, <chart>.png}`.
@@ -36,6 +37,7 @@ pub mod plot;
 pub mod quota;
 pub mod runner;
 pub mod runtimes;
+pub mod sizing;
 pub mod spin;
 pub mod tenants;
 pub mod throttling;
