@@ -50,6 +50,15 @@ pub enum Command {
     /// take a unit: ns, us, ms or s. `--pid PID [--duration 10s]`: measure a running
     /// process's thread groups and size each.
     Size(SizeArgs),
+    /// Deterministic simulations (issue 10): `sim bandwidth` runs seed 001's CFS bandwidth
+    /// control event by event.
+    ///
+    /// `cotenant sim bandwidth --period 10ms --quota 10ms --slice 5ms --tick 4ms --periods 3
+    /// --threads 1 --variant baseline --timeline` prints every refill, tick, throttle and
+    /// unthrottle with the local and global pools, then each period's run and throttled time;
+    /// --json prints {"variant", "periods": [{"index", "ran_ms", "throttled_ms"}],
+    /// "throttled_ratio", "events": [...]}.
+    Sim(SimArgs),
     /// Change a cgroup's CPU settings, writing only what differs (`cgroup set`).
     ///
     /// Every write of a CPU quota, even of the same value, resets the kernel's bandwidth pools
@@ -194,6 +203,61 @@ pub fn parse_time(text: &str) -> Result<std::time::Duration, String> {
         return Err(format!("{text:?} must be between 0 and a day"));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    #[command(subcommand)]
+    pub command: SimCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// CFS bandwidth control (seed 001): a quota per period, per-CPU local pools refilled in
+    /// slices, charged at scheduler ticks; CPU-bound threads, one per CPU.
+    Bandwidth(SimBandwidthArgs),
+}
+
+/// Which kernel behaviour `sim bandwidth` simulates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimVariant {
+    /// The seed's kernel 5.12: the period's leftover is discarded.
+    Baseline,
+    /// Seed 001 §IV-A: the leftover pays the next period's overruns.
+    Slush,
+}
+
+#[derive(Debug, Args)]
+pub struct SimBandwidthArgs {
+    /// The bandwidth period.
+    #[arg(long, default_value = "100ms", value_parser = parse_time)]
+    pub period: std::time::Duration,
+    /// CPU time per period, all CPUs together (e.g. 10ms; 2 CPUs of a 100ms period: 200ms).
+    #[arg(long, value_parser = parse_time)]
+    pub quota: std::time::Duration,
+    /// What a local pool takes from the global pool at a time (the kernel's default 5 ms).
+    #[arg(long, default_value = "5ms", value_parser = parse_time)]
+    pub slice: std::time::Duration,
+    /// The scheduler tick (4ms at HZ=250; 1, 3.33 and 10 ms are the other common ones).
+    #[arg(long, default_value = "4ms", value_parser = parse_time)]
+    pub tick: std::time::Duration,
+    /// When each CPU's first tick comes (below --tick).
+    #[arg(long, default_value = "0ms", value_parser = parse_time)]
+    pub tick_phase: std::time::Duration,
+    /// Periods to simulate.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub periods: u32,
+    /// CPU-bound threads, one per CPU.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: u32,
+    #[arg(long, value_enum, default_value_t = SimVariant::Baseline)]
+    pub variant: SimVariant,
+    /// Print every event before the per-period table.
+    #[arg(long)]
+    pub timeline: bool,
+    /// Print JSON instead.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

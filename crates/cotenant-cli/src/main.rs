@@ -55,6 +55,7 @@ fn run() -> anyhow::Result<ExitCode> {
         args::Command::Doctor(a) => cmd::doctor::run(&a),
         args::Command::Cgroup(a) => cmd::cgroup::run(&a),
         args::Command::Size(a) => cmd::size::run(&a),
+        args::Command::Sim(a) => cmd::sim::run(&a),
         args::Command::LabWorker(a) => lab::worker::run(&a),
         args::Command::LabProbe => lab::runtimes::probe_main(),
         args::Command::LabTenant(a) => lab::tenants::run(&a),

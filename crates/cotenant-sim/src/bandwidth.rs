@@ -354,20 +354,26 @@ impl fmt::Display for Event {
         let what = match self.kind {
             Kind::Refill { leftover } => format!("refill (leftover {:.2} ms)", ms(leftover)),
             Kind::Tick { charged, asked: 0, .. } => format!("tick, charged {:.2} ms", ms(charged as i64)),
-            Kind::Tick { charged, asked, got, slush_paid } => format!(
-                "tick, charged {:.2} ms; slush paid {:.2}; asked {:.2}, got {:.2}",
-                ms(charged as i64),
-                ms(slush_paid as i64),
-                ms(asked as i64),
-                ms(got as i64)
-            ),
+            Kind::Tick { charged, asked, got, slush_paid } => {
+                let slush = if slush_paid > 0 {
+                    format!("; slush paid {:.2}", ms(slush_paid as i64))
+                } else {
+                    String::new()
+                };
+                format!(
+                    "tick, charged {:.2} ms{slush}; asked {:.2}, got {:.2}",
+                    ms(charged as i64),
+                    ms(asked as i64),
+                    ms(got as i64)
+                )
+            }
             Kind::Throttle => "THROTTLED".to_owned(),
             Kind::Unthrottle { granted } => format!("unthrottled with {:.3} ms", ms(granted as i64)),
             Kind::Start => "thread starts".to_owned(),
         };
         write!(
             f,
-            "{:>9.3} ms  cpu {cpu}  {what:<58} local {:>7.3}  global {:>7.3}  slush {:>6.3}",
+            "{:>9.3} ms  cpu {cpu}  {what:<62} local {:>7.3}  global {:>7.3}  slush {:>6.3}",
             self.at as f64 / 1e6,
             ms(self.local),
             ms(self.global),

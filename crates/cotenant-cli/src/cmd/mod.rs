@@ -5,4 +5,5 @@ pub mod cpus;
 pub mod doctor;
 pub mod lab;
 pub mod run;
+pub mod sim;
 pub mod size;
