@@ -349,26 +349,10 @@ fn tick(
         current.workers_runq_wait_ns.zip(last.workers_runq_wait_ns).map(|(b, a)| b.saturating_sub(a)),
         u32::try_from(pool.queued()).unwrap_or(u32::MAX),
     );
-    entry.last_cap = Some(sample.cap());
-    let before = entry.state.target;
-    let decision = entry.policy.decide(&sample, &mut entry.state);
+    let fields = (entry.id, &entry.policy, &mut entry.state, &mut entry.last_cap);
+    let (before, decision) = decide(fields, pool, &sample, recorder);
     pool.borrow
         .set(entry.policy.borrow_limit(&sample, &entry.state, delta.online_cpus) as usize, delta.online_cpus);
-    pool.decisions.fetch_add(1, Ordering::Relaxed);
-    if let Some(out) = recorder {
-        use std::io::Write as _;
-        let _ = writeln!(
-            out,
-            "{{\"pid\": {}, \"pool\": {}, \"policy\": \"{}\", \"before\": {before}, \"sample\": {}, \"target\": {}, \"reason\": \"{}\"}}",
-            std::process::id(),
-            entry.id,
-            entry.policy,
-            sample.to_json(),
-            decision.target,
-            decision.reason.as_str()
-        );
-        let _ = out.flush();
-    }
     if decision.target != before {
         tracing::debug!(
             target = decision.target,
@@ -384,6 +368,37 @@ fn tick(
     if decision.target as usize != pool.sleep.target() {
         pool.sleep.set_target(decision.target as usize, || pool.queued());
     }
+}
+
+/// Asks the pool's policy for the next target from `sample`, counts the decision, and appends
+/// it to the `COTENANT_RECORD_SAMPLES` file if one is open. Returns the target before it and
+/// the decision.
+/// (Takes the entry's fields rather than the entry: an elastic tick holds its sizer meanwhile.)
+fn decide(
+    (id, policy, state, last_cap): (u64, &Policy, &mut PolicyState, &mut Option<u32>),
+    pool: &Shared,
+    sample: &crate::policy::Sample,
+    recorder: Option<&mut std::io::BufWriter<std::fs::File>>,
+) -> (u32, crate::policy::Decision) {
+    *last_cap = Some(sample.cap());
+    let before = state.target;
+    let decision = policy.decide(sample, state);
+    pool.decisions.fetch_add(1, Ordering::Relaxed);
+    if let Some(out) = recorder {
+        use std::io::Write as _;
+        let _ = writeln!(
+            out,
+            "{{\"pid\": {}, \"pool\": {}, \"policy\": \"{}\", \"before\": {before}, \"sample\": {}, \"target\": {}, \"reason\": \"{}\"}}",
+            std::process::id(),
+            id,
+            policy,
+            sample.to_json(),
+            decision.target,
+            decision.reason.as_str()
+        );
+        let _ = out.flush();
+    }
+    (before, decision)
 }
 
 /// The neighbours' CPU use (in CPUs) below which an elastic pool treats its tasks' run-queue
@@ -415,7 +430,6 @@ fn tick_elastic(
     entry.idle_periods = if had_work { 0 } else { entry.idle_periods.saturating_add(1) };
 
     // 1. The CPUs the pool may use.
-    let before = entry.state.target;
     let mut idle_ns = 0;
     let cpus = match host {
         Err(error) => {
@@ -462,24 +476,8 @@ fn tick_elastic(
                         Some(contention),
                         queued,
                     );
-                    entry.last_cap = Some(sample.cap());
-                    let decision = entry.policy.decide(&sample, &mut entry.state);
-                    pool.decisions.fetch_add(1, Ordering::Relaxed);
-                    if let Some(out) = recorder {
-                        use std::io::Write as _;
-                        let _ = writeln!(
-                            out,
-                            "{{\"pid\": {}, \"pool\": {}, \"policy\": \"{}\", \"before\": {before}, \"sample\": {}, \"target\": {}, \"reason\": \"{}\"}}",
-                            std::process::id(),
-                            entry.id,
-                            entry.policy,
-                            sample.to_json(),
-                            decision.target,
-                            decision.reason.as_str()
-                        );
-                        let _ = out.flush();
-                    }
-                    decision.target
+                    let fields = (entry.id, &entry.policy, &mut entry.state, &mut entry.last_cap);
+                    decide(fields, pool, &sample, recorder).1.target
                 }
             }
         }
