@@ -216,6 +216,95 @@ pub enum SimCommand {
     /// CFS bandwidth control (seed 001): a quota per period, per-CPU local pools refilled in
     /// slices, charged at scheduler ticks; CPU-bound threads, one per CPU.
     Bandwidth(SimBandwidthArgs),
+    /// Seed 001 Table II simulated: N CPU-bound threads on N CPUs, quota N CPUs, periods 100,
+    /// 50 and 10 ms, tick phases and start offsets drawn from seeds; throttled periods per
+    /// variant, the seed's measurements beside.
+    Table2(SimTable2Args),
+    /// Seed 000 Figure 7 on a simulated host of any size: P processes with pools (running
+    /// the library's policy code), each offered open-loop CPU-bound work, under a fair
+    /// scheduler; tables, verdicts and charts like `lab neighbours`.
+    Neighbours(SimNeighboursArgs),
+    /// Simulates the configurations of a real `lab neighbours` run and compares the
+    /// ignorant/adaptive ratios (p99, max, throughput), real against simulated.
+    Validate(SimValidateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SimTable2Args {
+    /// CPU-bound threads, one per CPU; the quota is this many CPUs (the seed: 3).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: u32,
+    /// Simulated time per run (the seed's runs took about 74 s unthrottled).
+    #[arg(long, default_value = "74s", value_parser = parse_time)]
+    pub duration: std::time::Duration,
+    /// The scheduler tick (4ms at HZ=250; the seed does not give its HZ).
+    #[arg(long, default_value = "4ms", value_parser = parse_time)]
+    pub tick: std::time::Duration,
+    /// What a local pool takes at a time.
+    #[arg(long, default_value = "5ms", value_parser = parse_time)]
+    pub slice: std::time::Duration,
+    /// Runs per period and variant, seeds 1..=N; the table gives the median and the range.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub seeds: u32,
+    /// Print JSON instead.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SimNeighboursArgs {
+    /// CPUs of the simulated host.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub cpus: u32,
+    /// Process counts, comma-separated (default: 1, 2, 4, 8).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub processes: Vec<u32>,
+    /// Pool kinds, comma-separated (default: ignorant, optimal, share, adaptive).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub pools: Vec<PoolKind>,
+    /// Offered loads per process, as fractions of its fair share (default: 1.0 and 1.5).
+    #[arg(long, value_delimiter = ',', value_parser = parse_load)]
+    pub load: Vec<f64>,
+    /// Where the processes live: one cgroup (threads compete) or one each (processes compete).
+    #[arg(long, value_enum, default_value_t = SettingArg::Both)]
+    pub setting: SettingArg,
+    /// How long items arrive (the run then drains its queues).
+    #[arg(long, default_value = "10s", value_parser = parse_time)]
+    pub duration: std::time::Duration,
+    /// Items arriving before this are left out of the latencies (the pools' first decisions).
+    #[arg(long, default_value = "1s", value_parser = parse_time)]
+    pub warmup: std::time::Duration,
+    /// CPU time of one item, in milliseconds.
+    #[arg(long, default_value_t = 5.0, value_parser = parse_positive)]
+    pub service_ms: f64,
+    /// Seed of the first repeat (repeat i uses seed + i).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Runs per configuration, each with its own seed; tables give the median and the spread.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeats: u32,
+    /// Write results.json, results.csv, report.md and charts under DIR/sim-neighbours/.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print the results as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SimValidateArgs {
+    /// `results.json` of a real `cotenant lab neighbours` run.
+    #[arg(long, value_name = "FILE")]
+    pub real: PathBuf,
+    /// Simulated runs per configuration (seeds 1..=N).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeats: u32,
+    /// Write results.json and report.md under DIR/sim-validate/.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print the results as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Which kernel behaviour `sim bandwidth` simulates.

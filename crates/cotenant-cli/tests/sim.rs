@@ -65,3 +65,106 @@ fn bad_input_is_named() {
     assert_eq!(out.status.code(), Some(2), "--quota is required");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--quota"));
 }
+
+/// `sim neighbours` on a small simulated host: the lab's table, a verdict per configuration,
+/// and the files of `--out` (results, CSV, report, charts).
+#[test]
+fn neighbours_prints_the_labs_table_and_writes_its_files() {
+    let dir = std::env::temp_dir().join(format!("cotenant-sim-test-{}", std::process::id()));
+    let out = cotenant(&[
+        "sim",
+        "neighbours",
+        "--cpus",
+        "4",
+        "--processes",
+        "1,2",
+        "--load",
+        "1.5",
+        "--setting",
+        "per-process",
+        "--duration",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--repeats",
+        "2",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("| cgroup per process | 150% | 2 | adaptive |"), "{text}");
+    assert!(text.contains("cgroup per process, load 150%, P=2: adaptive service p99"), "{text}");
+    for file in ["results.json", "results.csv", "report.md", "service-max-per-process-load150.svg"] {
+        assert!(dir.join("sim-neighbours").join(file).is_file(), "{file} missing");
+    }
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sim-neighbours/results.json")).unwrap())
+            .unwrap();
+    assert_eq!(results["rows"].as_array().unwrap().len(), 2 * 4 * 2, "P × pools × repeats");
+    assert_eq!(results["host"]["simulated"], true);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn neighbours_refuses_what_it_cannot_simulate() {
+    let out = cotenant(&["sim", "neighbours", "--pools", "fixed", "--repeats", "1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--pools: fixed is not simulated"));
+    let out = cotenant(&["sim", "neighbours", "--duration", "1s", "--warmup", "2s"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--warmup"));
+}
+
+/// `sim validate` against a real run's results (a 2-CPU `lab neighbours` run, trimmed to one
+/// configuration): one row of three ratios, real beside simulated.
+#[test]
+fn validate_compares_a_real_runs_ratios_with_the_simulated_ones() {
+    let real = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/sim/lab-neighbours-results.json");
+    let out = cotenant(&["sim", "validate", "--real", real, "--repeats", "2", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["total"], 3);
+    let row = &v["compared"][0];
+    assert_eq!(
+        (row["setting"].as_str(), row["load"].as_f64(), row["processes"].as_u64()),
+        (Some("one cgroup"), Some(1.0), Some(2))
+    );
+    for ratio in ["p99", "max", "throughput"] {
+        assert!(
+            row["real"][ratio].as_f64().unwrap() > 0.0 && row["simulated"][ratio].as_f64().unwrap() > 0.0
+        );
+    }
+    let out = cotenant(&["sim", "validate", "--real", "Cargo.toml"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Cargo.toml: not JSON"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `sim table2`: per period, baseline throttles more as the period shrinks; slush never.
+#[test]
+fn table2_prints_throttled_ratios_per_period_and_variant() {
+    let out = cotenant(&["sim", "table2", "--duration", "5s", "--seeds", "2", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ratio = |period: u64, variant: &str| {
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["period_ms"] == period && r["variant"] == variant)
+            .map(|r| r["throttled_ratio_median"].as_f64().unwrap())
+            .unwrap()
+    };
+    assert!(ratio(10, "baseline") > 0.2 && ratio(10, "baseline") >= ratio(100, "baseline"));
+    for period in [100, 50, 10] {
+        assert!(ratio(period, "slush") <= 0.01);
+    }
+    let text =
+        String::from_utf8_lossy(&cotenant(&["sim", "table2", "--duration", "1s", "--seeds", "1"]).stdout)
+            .to_string();
+    assert!(text.contains("| 10 ms | baseline |") && text.contains("49 %, 14608 ms"), "{text}");
+}

@@ -100,6 +100,33 @@ impl Config {
     }
 }
 
+/// Seed 001 Table II's setting: `threads` CPU-bound threads, one per CPU, a quota of `threads`
+/// whole CPUs per `period`, each CPU's tick phase and each thread's start (within one tick:
+/// "processes start between scheduler ticks", §III-A1) drawn from `seed`.
+pub fn table_ii(
+    threads: usize,
+    period: u64,
+    slice: u64,
+    tick: u64,
+    periods: u32,
+    variant: Variant,
+    seed: u64,
+) -> Config {
+    let mut rng = crate::rng::SplitMix64::stream(seed, 0);
+    let phases = (0..threads).map(|_| rng.below(tick)).collect();
+    let starts = (0..threads).map(|_| rng.below(tick)).collect();
+    Config {
+        period,
+        quota: period.saturating_mul(threads as u64),
+        slice,
+        tick,
+        phases,
+        starts,
+        periods,
+        variant,
+    }
+}
+
 /// What happened, for the timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -483,6 +510,36 @@ mod tests {
             variant: Variant::Baseline,
         };
         assert_eq!(simulate(&config).unwrap(), simulate(&config).unwrap());
+    }
+
+    /// Table II's shape under `baseline`: far more throttling at 50 and 10 ms than at 100 ms;
+    /// at most 1 % under `slush` at any period (seed 001 Figures 5 and 6); the same seed, the
+    /// same configuration.
+    #[test]
+    fn table_ii_shape_baseline_grows_as_the_period_shrinks_slush_does_not_throttle() {
+        let ratio = |period_ms: u64, periods: u32, variant: Variant, seed: u64| {
+            simulate(&table_ii(3, period_ms * MS, 5 * MS, 4 * MS, periods, variant, seed))
+                .unwrap()
+                .throttled_ratio()
+        };
+        for seed in 0..5 {
+            let (long, mid, short) = (
+                ratio(100, 200, Variant::Baseline, seed),
+                ratio(50, 400, Variant::Baseline, seed),
+                ratio(10, 2000, Variant::Baseline, seed),
+            );
+            assert!(
+                long < mid && long < short && mid > 0.3 && short > 0.3,
+                "seed {seed}: {long} {mid} {short}"
+            );
+            for (period, periods) in [(100, 200), (50, 400), (10, 2000)] {
+                // "less than 1 %" (seed 001 §V): a thread that starts late can still overrun once.
+                assert!(ratio(period, periods, Variant::Slush, seed) <= 0.01, "seed {seed}, {period} ms");
+            }
+        }
+        let config = table_ii(3, 10 * MS, 5 * MS, 4 * MS, 100, Variant::Baseline, 7);
+        assert_eq!(config, table_ii(3, 10 * MS, 5 * MS, 4 * MS, 100, Variant::Baseline, 7));
+        assert!(config.phases.iter().chain(&config.starts).all(|&t| t < 4 * MS));
     }
 
     #[test]

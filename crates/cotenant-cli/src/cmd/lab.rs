@@ -137,7 +137,10 @@ fn emit(experiment: Experiment, lab: &Lab, args: &LabArgs, outcome: &Outcome) ->
 }
 
 /// `rows` as CSV: the columns are every key, in the order first seen.
-fn write_csv(path: &Path, rows: &[serde_json::Map<String, serde_json::Value>]) -> anyhow::Result<()> {
+pub(crate) fn write_csv(
+    path: &Path,
+    rows: &[serde_json::Map<String, serde_json::Value>],
+) -> anyhow::Result<()> {
     let mut columns: Vec<&String> = Vec::new();
     for row in rows {
         for key in row.keys() {

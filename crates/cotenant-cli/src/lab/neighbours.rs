@@ -20,7 +20,7 @@ use std::time::Duration;
 use super::cgroup::{Cgroup, Layout};
 use super::gobuild::{go_worker, GoWorker};
 use super::runner::{run_workers, WorkerSpec};
-use super::worker::WorkerReport;
+use super::worker::{SummaryRow, WorkerReport};
 use super::{Chart, Lab, Outcome, Series};
 use crate::args::{GoItems, LabArgs, PoolKind};
 
@@ -182,7 +182,7 @@ pub fn kind_name(kind: PoolKind) -> &'static str {
 }
 
 /// One run, reduced to the figures the tables use.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct RunFigures {
     /// Median over processes of each one's service p99 (µs).
     pub service_p99_us: f64,
@@ -211,15 +211,22 @@ pub fn median(values: &mut [f64]) -> f64 {
 
 /// Reduces one run's reports.
 pub fn figures(reports: &[WorkerReport]) -> RunFigures {
-    let mut p99: Vec<f64> = reports.iter().map(|r| r.summary.service_p99_us).collect();
-    let mut e2e: Vec<f64> = reports.iter().map(|r| r.summary.e2e_p99_us).collect();
-    let offered: usize = reports.iter().map(|r| r.summary.offered).sum();
-    let completed: usize = reports.iter().map(|r| r.summary.completed).sum();
+    let summaries: Vec<&SummaryRow> = reports.iter().map(|r| &r.summary).collect();
+    figures_of(&summaries)
+}
+
+/// Reduces one run's per-process summaries (real processes, or simulated ones in `cotenant sim
+/// neighbours`, which must reduce alike to be compared).
+pub fn figures_of(summaries: &[&SummaryRow]) -> RunFigures {
+    let mut p99: Vec<f64> = summaries.iter().map(|s| s.service_p99_us).collect();
+    let mut e2e: Vec<f64> = summaries.iter().map(|s| s.e2e_p99_us).collect();
+    let offered: usize = summaries.iter().map(|s| s.offered).sum();
+    let completed: usize = summaries.iter().map(|s| s.completed).sum();
     RunFigures {
         service_p99_us: median(&mut p99),
-        service_max_us: reports.iter().map(|r| r.summary.service_max_us).fold(0.0, f64::max),
+        service_max_us: summaries.iter().map(|s| s.service_max_us).fold(0.0, f64::max),
         e2e_p99_us: median(&mut e2e),
-        throughput_per_s: reports.iter().map(|r| r.summary.throughput_per_s).sum(),
+        throughput_per_s: summaries.iter().map(|s| s.throughput_per_s).sum(),
         completed_fraction: if offered == 0 { 1.0 } else { completed as f64 / offered as f64 },
     }
 }
@@ -655,8 +662,8 @@ pub fn table(aggregates: &[Aggregate]) -> String {
     out
 }
 
-/// Per setting and load: service p99 (log) and throughput against P, one line per pool.
-fn charts(aggregates: &[Aggregate], plan: &Plan) -> Vec<Chart> {
+/// Per setting and load: service p99 and max (log) and throughput against P, one line per pool.
+pub fn charts(aggregates: &[Aggregate], plan: &Plan) -> Vec<Chart> {
     let mut charts = Vec::new();
     if plan.processes.len() < 2 {
         return charts;
@@ -693,6 +700,14 @@ fn charts(aggregates: &[Aggregate], plan: &Plan) -> Vec<Chart> {
                 y_label: "service p99 (ms)".into(),
                 log_y: true,
                 series: series(|r| r.service_p99_us / 1000.0),
+            });
+            charts.push(Chart {
+                file_stem: format!("service-max-{slug}"),
+                title: format!("service max, {}, load {:.0}%", setting.name(), load * 100.0),
+                x_label: "processes (P)".into(),
+                y_label: "worst service time (ms)".into(),
+                log_y: true,
+                series: series(|r| r.service_max_us / 1000.0),
             });
             charts.push(Chart {
                 file_stem: format!("throughput-{slug}"),

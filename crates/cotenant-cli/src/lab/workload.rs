@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use cotenant_sim::rng::SplitMix64;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -123,7 +124,7 @@ pub fn schedule(arrivals: Arrivals, rate: f64, duration: Duration, seed: u64) ->
     let end = duration.as_secs_f64();
     let mut out = Vec::new();
     let mut t = 0.0;
-    let mut rng = SplitMix64(seed);
+    let mut rng = SplitMix64::new(seed);
     loop {
         let gap = match arrivals {
             Arrivals::Uniform => 1.0 / rate,
@@ -139,25 +140,6 @@ pub fn schedule(arrivals: Arrivals, rate: f64, duration: Duration, seed: u64) ->
             return out;
         }
         out.push(Duration::from_secs_f64(t));
-    }
-}
-
-/// A small, well-known PRNG (SplitMix64): the schedule needs reproducibility, not quality
-/// beyond that, and no dependency.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 

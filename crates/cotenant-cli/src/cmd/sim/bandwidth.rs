@@ -1,0 +1,154 @@
+//! `cotenant sim bandwidth`: seed 001's CFS bandwidth control, period by period and event by
+//! event.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use cotenant_sim::bandwidth::{self, Config, Kind, Variant};
+use serde_json::json;
+
+use super::{ms, ns};
+use crate::args::SimVariant;
+
+pub fn run(a: &crate::args::SimBandwidthArgs) -> anyhow::Result<ExitCode> {
+    let threads = a.threads as usize;
+    let config = Config {
+        period: ns(a.period),
+        quota: ns(a.quota),
+        slice: ns(a.slice),
+        tick: ns(a.tick),
+        phases: vec![ns(a.tick_phase); threads],
+        starts: vec![0; threads],
+        periods: a.periods,
+        variant: match a.variant {
+            SimVariant::Baseline => Variant::Baseline,
+            SimVariant::Slush => Variant::Slush,
+        },
+    };
+    let run = match bandwidth::simulate(&config) {
+        Ok(run) => run,
+        Err(why) => {
+            eprintln!("cotenant sim bandwidth: {why}");
+            return Ok(ExitCode::from(crate::exit::USAGE));
+        }
+    };
+    if a.json {
+        let periods: Vec<_> = run
+            .periods
+            .iter()
+            .map(|p| json!({"index": p.index, "ran_ms": ms(p.ran as i64), "throttled_ms": ms(p.throttled as i64)}))
+            .collect();
+        let events: Vec<_> = run
+            .events
+            .iter()
+            .map(|e| {
+                let (kind, detail) = match e.kind {
+                    Kind::Refill { leftover } => ("refill", json!({"leftover_ms": ms(leftover)})),
+                    Kind::Tick { charged, asked, got, slush_paid } => (
+                        "tick",
+                        json!({"charged_ms": ms(charged as i64), "asked_ms": ms(asked as i64),
+                               "got_ms": ms(got as i64), "slush_paid_ms": ms(slush_paid as i64)}),
+                    ),
+                    Kind::Throttle => ("throttle", json!({})),
+                    Kind::Unthrottle { granted } => ("unthrottle", json!({"granted_ms": ms(granted as i64)})),
+                    Kind::Start => ("start", json!({})),
+                };
+                let mut event = json!({"at_ms": ms(e.at as i64), "cpu": e.cpu, "kind": kind,
+                    "local_ms": ms(e.local), "global_ms": ms(e.global), "slush_ms": ms(e.slush)});
+                if let (Some(event), Some(detail)) = (event.as_object_mut(), detail.as_object()) {
+                    event.extend(detail.clone());
+                }
+                event
+            })
+            .collect();
+        let out = json!({"variant": config.variant.name(), "periods": periods,
+                         "throttled_ratio": run.throttled_ratio(), "events": events});
+        println!("{}", serde_json::to_string_pretty(&out).context("printing JSON")?);
+        return Ok(ExitCode::from(crate::exit::OK));
+    }
+    if a.timeline {
+        for event in &run.events {
+            println!("{event}");
+        }
+        println!();
+    }
+    println!("{:>6}  {:>10}  {:>13}", "period", "ran (ms)", "throttled (ms)");
+    for p in &run.periods {
+        println!("{:>6}  {:>10.3}  {:>13.3}", p.index, ms(p.ran as i64), ms(p.throttled as i64));
+    }
+    println!("{}: {:.1} % of periods throttled", config.variant.name(), 100.0 * run.throttled_ratio());
+    Ok(ExitCode::from(crate::exit::OK))
+}
+
+/// Seed 001 Table II (3 sysbench threads on 3 CPUs, mean of 10 runs): period (ms), periods,
+/// throttled periods, ratio (%), throttled time (ms). Printed beside the simulation as a
+/// citation, never used in a computation.
+const SEED_TABLE_II: [(u64, u32, u32, f64, u64); 3] =
+    [(100, 735, 50, 6.8, 94), (50, 1486, 661, 45.0, 2457), (10, 7840, 3835, 49.0, 14_608)];
+
+/// `cotenant sim table2`: Table II per variant over seeds.
+pub fn table_ii(a: &crate::args::SimTable2Args) -> anyhow::Result<ExitCode> {
+    let mut rows = Vec::new();
+    let mut text = format!(
+        "Seed 001 Table II simulated: {} CPU-bound threads on {} CPUs, quota {} CPUs, slice {:?}, tick {:?}, \
+         {:.0} s per run, tick phases and starts (within a tick) from seeds 1..={}.\n\n\
+         | period | variant | throttled periods % (median, range) | throttled time ms (median) | seed 001 (5.12, sysbench) |\n\
+         |---:|---|---:|---:|---:|\n",
+        a.threads, a.threads, a.threads, a.slice, a.tick, a.duration.as_secs_f64(), a.seeds
+    );
+    for (period_ms, _, _, seed_ratio, seed_time) in SEED_TABLE_II {
+        let period = period_ms * 1_000_000;
+        let periods = u32::try_from(ns(a.duration) / period).unwrap_or(u32::MAX).max(1);
+        for variant in [Variant::Baseline, Variant::Slush] {
+            let mut ratios = Vec::new();
+            let mut times = Vec::new();
+            for seed in 1..=u64::from(a.seeds) {
+                let config = bandwidth::table_ii(
+                    a.threads as usize,
+                    period,
+                    ns(a.slice),
+                    ns(a.tick),
+                    periods,
+                    variant,
+                    seed,
+                );
+                let run = match bandwidth::simulate(&config) {
+                    Ok(run) => run,
+                    Err(why) => {
+                        eprintln!("cotenant sim table2: {why}");
+                        return Ok(ExitCode::from(crate::exit::USAGE));
+                    }
+                };
+                ratios.push(run.throttled_ratio() * 100.0);
+                times.push(run.periods.iter().map(|p| p.throttled).sum::<u64>() as f64 / 1e6);
+            }
+            let median = |v: &mut Vec<f64>| crate::lab::neighbours::median(v);
+            let (lo, hi) = (
+                ratios.iter().copied().fold(f64::INFINITY, f64::min),
+                ratios.iter().copied().fold(0.0, f64::max),
+            );
+            let (ratio, time) = (median(&mut ratios), median(&mut times));
+            let seed = if variant == Variant::Baseline {
+                format!("{seed_ratio} %, {seed_time} ms")
+            } else {
+                "0 (Figs. 5, 6)".into()
+            };
+            text.push_str(&format!(
+                "| {period_ms} ms | {} | {ratio:.1} ({lo:.1}–{hi:.1}) | {time:.0} | {seed} |\n",
+                variant.name()
+            ));
+            rows.push(json!({"period_ms": period_ms, "variant": variant.name(), "periods": periods,
+                "throttled_ratio_median": ratio / 100.0, "throttled_ratio_min": lo / 100.0,
+                "throttled_ratio_max": hi / 100.0, "throttled_ms_median": time}));
+        }
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"threads": a.threads, "seeds": a.seeds, "rows": rows}))?
+        );
+    } else {
+        print!("{text}");
+    }
+    Ok(ExitCode::from(crate::exit::OK))
+}
