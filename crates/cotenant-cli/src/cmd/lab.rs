@@ -120,27 +120,41 @@ fn emit(experiment: Experiment, lab: &Lab, args: &LabArgs, outcome: &Outcome) ->
     }
     let Some(out) = &args.out else { return Ok(()) };
     let dir = out.join(experiment.name());
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    write_files(
+        &dir,
+        &serde_json::to_string_pretty(&results)?,
+        &report(experiment, lab, outcome, true),
+        outcome,
+    )?;
+    eprintln!("lab {}: wrote {}", experiment.name(), dir.display());
+    Ok(())
+}
+
+/// Writes `dir/{results.json, results.csv, report.md}` and the outcome's charts (also used by
+/// `cotenant sim`, whose outputs have the lab's shape).
+pub(crate) fn write_files(
+    dir: &Path,
+    results_json: &str,
+    report_md: &str,
+    outcome: &Outcome,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let write = |name: &str, text: &str| -> anyhow::Result<()> {
         let path = dir.join(name);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
     };
     // Data first: a chart that fails to render must not lose the measurements.
-    write("results.json", &serde_json::to_string_pretty(&results)?)?;
+    write("results.json", results_json)?;
     write_csv(&dir.join("results.csv"), &outcome.rows)?;
-    write("report.md", &report(experiment, lab, outcome, true))?;
+    write("report.md", report_md)?;
     for chart in &outcome.charts {
-        lab::plot::render(chart, &dir)?;
+        lab::plot::render(chart, dir)?;
     }
-    eprintln!("lab {}: wrote {}", experiment.name(), dir.display());
     Ok(())
 }
 
 /// `rows` as CSV: the columns are every key, in the order first seen.
-pub(crate) fn write_csv(
-    path: &Path,
-    rows: &[serde_json::Map<String, serde_json::Value>],
-) -> anyhow::Result<()> {
+fn write_csv(path: &Path, rows: &[serde_json::Map<String, serde_json::Value>]) -> anyhow::Result<()> {
     let mut columns: Vec<&String> = Vec::new();
     for row in rows {
         for key in row.keys() {

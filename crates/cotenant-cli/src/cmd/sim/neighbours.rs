@@ -277,19 +277,7 @@ fn emit(
     }
     let Some(out) = out else { return Ok(()) };
     let dir = out.join(name);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let write = |file: &str, text: &str| -> anyhow::Result<()> {
-        let path = dir.join(file);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
-    };
-    write("results.json", &serde_json::to_string_pretty(results)?)?;
-    if !outcome.rows.is_empty() {
-        crate::cmd::lab::write_csv(&dir.join("results.csv"), &outcome.rows)?;
-    }
-    write("report.md", &report(true))?;
-    for chart in &outcome.charts {
-        crate::lab::plot::render(chart, &dir)?;
-    }
+    crate::cmd::lab::write_files(&dir, &serde_json::to_string_pretty(results)?, &report(true), outcome)?;
     eprintln!("sim: wrote {}", dir.display());
     Ok(())
 }
@@ -386,6 +374,13 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
         };
         let mut simulated: Vec<Aggregate> = Vec::new();
         for kind in [PoolKind::Ignorant, PoolKind::Adaptive] {
+            let key = Key {
+                setting: cell.setting,
+                load: cell.load,
+                processes: cell.processes,
+                kind,
+                share_factor: 1.0,
+            };
             let mut runs = Vec::new();
             for seed in 1..=u64::from(args.repeats) {
                 let case = Case {
@@ -400,23 +395,9 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
                     seed,
                 };
                 let sim = simulate(&case)?;
-                let key = Key {
-                    setting: cell.setting,
-                    load: cell.load,
-                    processes: cell.processes,
-                    kind,
-                    share_factor: 1.0,
-                };
                 outcome.rows.push(row(&case, &key, &sim));
                 runs.push(sim.figures);
             }
-            let key = Key {
-                setting: cell.setting,
-                load: cell.load,
-                processes: cell.processes,
-                kind,
-                share_factor: 1.0,
-            };
             simulated.push(aggregate(key, &runs));
         }
         let real_ratios = ratios(&cell.median, &adaptive.median);
