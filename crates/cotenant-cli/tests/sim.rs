@@ -114,6 +114,21 @@ fn neighbours_refuses_what_it_cannot_simulate() {
     let out = cotenant(&["sim", "neighbours", "--duration", "1s", "--warmup", "2s"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--warmup"));
+    // A service time that rounds to 0 ns is named before any run.
+    let out = cotenant(&["sim", "neighbours", "--service-ms", "0.0000001", "--processes", "1"]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--service-ms"));
+    // So is a host too large to simulate, before the cases that would fit run.
+    let out = cotenant(&["sim", "neighbours", "--cpus", "4096", "--duration", "300s", "--processes", "1,2"]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("4096 CPUs, one cgroup, load 1, 1 processes, ignorant: ")
+            && stderr.contains("at most"),
+        "{stderr}"
+    );
 }
 
 /// `sim validate` against a real run's results (a 2-CPU `lab neighbours` run, trimmed to one
@@ -167,4 +182,9 @@ fn table2_prints_throttled_ratios_per_period_and_variant() {
         String::from_utf8_lossy(&cotenant(&["sim", "table2", "--duration", "1s", "--seeds", "1"]).stdout)
             .to_string();
     assert!(text.contains("| 10 ms | baseline |") && text.contains("49 %, 14608 ms"), "{text}");
+    let out = cotenant(&["sim", "table2", "--duration", "50ms"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--duration 50ms is shorter than the longest period")
+    );
 }

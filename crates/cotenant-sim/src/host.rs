@@ -6,27 +6,36 @@
 //! balancing: a thread runs on any CPU that is free). Fairness is by virtual runtime: every
 //! running thread's `vruntime` grows with the CPU time it gets. With [`Fairness::Processes`]
 //! (one cgroup per process, equal weights, as containers are) the choice is two-level, as in
-//! CFS group scheduling: first the process whose group `vruntime` (its threads' CPU time) is
-//! least, then its thread with the least `vruntime`; with [`Fairness::Threads`] (all processes
-//! in one cgroup) every thread competes alone.
+//! CFS group scheduling: first the process that holds the fewest CPUs (ties: the least group
+//! `vruntime`, its threads' CPU time while it competed), then its thread with the least
+//! `vruntime`; with [`Fairness::Threads`] (all processes in one cgroup) every thread competes
+//! alone. (Fewest CPUs first is the idealised equal-weight share that CFS reaches with per-CPU
+//! group entities and load balancing; see [`Sim::lead`].)
 //! - A CPU that frees up takes the first thread in that order.
 //! - **Ticks** (every `tick`, from a per-CPU phase) charge the running thread; when it has run
 //!   its slice, `max(latency / runnable-per-CPU, min_granularity)`, and a waiting thread comes
 //!   first in the order, the waiting thread takes the CPU.
 //! - **Wake-ups**: a woken thread takes an idle CPU at once; otherwise it is placed at no less
-//!   than `min_vruntime - latency / 2` (the sleeper credit) and preempts the running thread it
-//!   leads by the most, if that lead exceeds `wakeup_granularity`.
+//!   than `min_vruntime - latency / 2` (the sleeper credit; `min_vruntime` follows the least
+//!   vruntime of the threads running or waiting, and never goes back) and preempts the
+//!   running thread it leads by the most, if that lead exceeds `wakeup_granularity`.
+//! - A thread whose item ends at a tick or a preemption finishes it there (it is not put back
+//!   on the queue with nothing left to run).
 //! - Constants are the kernel's defaults (`sched_latency` 6 ms, `min_granularity` 0.75 ms,
 //!   `wakeup_granularity` 1 ms, each scaled by `1 + log2(min(CPUs, 8))`), ticks at 250 Hz.
 //!
-//! **Pools**, as `crates/cotenant/src/pool` builds them: `threads` workers, of which `target`
-//! may hold a task. A worker that finishes a task takes the next one if the queue has one and
-//! the pool is not above its target, and parks otherwise; a task that arrives wakes a parked
-//! worker if the pool is below its target. Every `period` (10 ms) a controller builds a
-//! [`Sample`] from the simulated counters (the process's CPU time, the allowed CPUs' busy and
-//! idle time, the workers' busy time, CPU time and run-queue wait, the queue length) and asks
-//! the pool's [`Policy`] for the next target: the same call the library's controller makes.
-//! Not modelled: the workers' brief spin before parking, the submitting thread, caches.
+//! **Pools**, as `crates/cotenant/src/pool` builds them (its README, steps P, S, T and W):
+//! `threads` workers indexed from 0, of which those below `target` may run. A task that
+//! arrives wakes the lowest-index parked worker below the target, if any; a worker takes the
+//! first queued task when it *runs* (so tasks start in arrival order, and a worker that finds
+//! the queue empty parks again); after a task it takes the next one if it is still below the
+//! target and the queue has one, and parks otherwise. Raising the target wakes the newly
+//! allowed parked workers, at most one per queued task. Every `period` (10 ms) a controller
+//! builds a [`Sample`] from the simulated counters (the process's CPU time, the allowed CPUs'
+//! busy and idle time, the workers' busy time, CPU time and run-queue wait, the queue length)
+//! and asks the pool's [`Policy`] for the next target: the same call the library's controller
+//! makes. Like the library's, the controller's first tick only records the counters. Not
+//! modelled: the workers' brief spin before parking, the submitting thread, caches.
 //!
 //! **Work**: per process, items of `service` CPU time arriving open-loop (Poisson or evenly
 //! spaced) from a seeded generator; latencies are taken from the intended arrival, as in the
@@ -44,8 +53,10 @@ use cotenant::Policy;
 use crate::rng::SplitMix64;
 
 const MS: u64 = 1_000_000;
-/// An item's start time before a worker ran it.
-const NOT_STARTED: u64 = u64::MAX;
+/// The most CPUs a simulation takes.
+const MAX_CPUS: u32 = 1 << 16;
+/// The most scheduler ticks a simulation may process (CPUs × ticks in the longest run).
+const MAX_TICKS: u64 = 2_000_000_000;
 
 /// Who competes for CPU time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,8 +144,8 @@ pub struct HostConfig {
 impl HostConfig {
     /// `Err` names the input that is out of range.
     pub fn validate(&self) -> Result<(), String> {
-        if self.cpus == 0 {
-            return Err("cpus must be at least 1".into());
+        if self.cpus == 0 || self.cpus > MAX_CPUS {
+            return Err(format!("cpus must be in 1..={MAX_CPUS}, got {}", self.cpus));
         }
         if self.processes.is_empty() {
             return Err("at least one process".into());
@@ -169,6 +180,14 @@ impl HostConfig {
         let offered: f64 = self.processes.iter().map(|p| p.rate * self.duration as f64 / 1e9).sum();
         if offered > 1e8 {
             return Err(format!("{offered:.0} items offered: at most 10^8"));
+        }
+        // The run may go on to 10 × duration to finish the backlog; every busy CPU ticks.
+        let ticks = u128::from(self.cpus) * u128::from(self.duration) * 10 / u128::from(self.sched.tick);
+        if ticks > u128::from(MAX_TICKS) {
+            return Err(format!(
+                "up to {ticks} scheduler ticks (CPUs × 10 × duration / tick): at most {MAX_TICKS}; \
+                 shorten the run or use fewer CPUs"
+            ));
         }
         Ok(())
     }
@@ -252,8 +271,8 @@ struct Thread {
     vruntime: u64,
     /// CPU time the current item still needs.
     remaining: u64,
-    /// The current item's intended arrival and start.
-    item: (u64, u64),
+    /// The current item's intended arrival and start (`None`: woken, not yet running a task).
+    item: Option<(u64, u64)>,
 }
 
 /// A competitor at the upper level: a process (`Fairness::Processes`) or the whole host.
@@ -262,9 +281,14 @@ struct Group {
     /// CPU time its threads got while it competed: the tie-break between groups that hold
     /// as many CPUs.
     vruntime: u64,
+    /// Follows the least vruntime of its threads running or waiting, never going back (CFS's
+    /// `min_vruntime`); the floor of the sleeper credit.
     min_vruntime: u64,
     /// Threads waiting for a CPU, by (vruntime, thread).
     waiting: BTreeSet<(u64, u32)>,
+    /// Threads running, by (vruntime when dispatched, thread): a lower bound of their
+    /// vruntime that is exact at dispatch and at most a slice behind.
+    running_v: BTreeSet<(u64, u32)>,
     /// Threads waiting or running.
     runnable: u32,
     /// Threads running.
@@ -288,6 +312,8 @@ struct Cpu {
     slice_start: u64,
     /// Bumped at every dispatch so that stale completions are ignored.
     generation: u64,
+    /// `current`'s vruntime when it was dispatched (its key in its group's `running_v`).
+    dispatched_v: u64,
     phase: u64,
     tick_pending: bool,
 }
@@ -296,15 +322,17 @@ struct Process {
     config: ProcessConfig,
     rng: SplitMix64,
     queue: VecDeque<u64>,
-    parked: Vec<u32>,
-    /// Workers holding an item (waiting or running).
-    active: u32,
+    /// The index of its worker 0 among all threads.
+    first: u32,
+    /// Parked workers, by index in the pool (the library wakes the lowest first).
+    parked: BTreeSet<u32>,
     state: PolicyState,
     running: Level,
     waiting: Level,
     holding: Level,
-    /// The counters at the last controller tick: (self, busy, holding, waiting).
-    last: (u64, u64, u64, u64),
+    /// The counters at the last controller tick, (self, busy, holding, waiting), and when it
+    /// was (`None` before the first tick).
+    last: Option<((u64, u64, u64, u64), u64)>,
     next_arrival: u64,
     offered: u64,
     service: Vec<u64>,
@@ -385,21 +413,20 @@ impl Sim {
                 state: ThreadState::Parked,
                 vruntime: 0,
                 remaining: 0,
-                item: (0, 0),
+                item: None,
             }));
             let start = p.policy.fixed_target().map_or(p.threads, |n| n.min(p.threads as usize) as u32);
             processes.push(Process {
                 config: p.clone(),
                 rng: SplitMix64::stream(config.seed, u64::from(i)),
                 queue: VecDeque::new(),
-                // Lowest index on top, as the library wakes the lowest-index sleeper.
-                parked: (first..first + p.threads).rev().collect(),
-                active: 0,
+                first,
+                parked: (0..p.threads).collect(),
                 state: PolicyState::new(start.max(1)),
                 running: Level::default(),
                 waiting: Level::default(),
                 holding: Level::default(),
-                last: (0, 0, 0, 0),
+                last: None,
                 next_arrival: 0,
                 offered: 0,
                 service: Vec::new(),
@@ -447,8 +474,9 @@ impl Sim {
                     sim.push(first as u64, Event::Arrival(p as u32));
                 }
             }
+            // The first tick only records the counters, as the library's controller does.
             let phase = controller_phases.below(config.period);
-            sim.push(phase + config.period, Event::Control(p as u32));
+            sim.push(phase, Event::Control(p as u32));
         }
         sim
     }
@@ -533,31 +561,27 @@ impl Sim {
         self.processes[p].waiting.change(self.now, false);
     }
 
-    /// Runs `thread` (taken off the queue or just woken) on the idle `cpu`.
+    /// Runs `thread` (taken off the queue or just woken, holding an item) on the idle `cpu`.
     fn dispatch(&mut self, cpu: u32, thread: u32) {
         let now = self.now;
         let g = self.group_of(thread);
         let v = self.threads[thread as usize].vruntime;
         self.update_group(g, |group| {
-            group.min_vruntime = group.min_vruntime.max(v);
             group.running += 1;
+            group.running_v.insert((v, thread));
         });
-        self.root_min_vruntime = self.root_min_vruntime.max(self.groups[g].vruntime);
         let c = &mut self.cpus[cpu as usize];
         c.current = Some(thread);
         c.since = now;
         c.slice_start = now;
         c.generation += 1;
+        c.dispatched_v = v;
         let generation = c.generation;
         let needs_tick = !c.tick_pending;
         c.tick_pending = true;
         let phase = c.phase;
         let t = &mut self.threads[thread as usize];
         t.state = ThreadState::Running(cpu);
-        if t.item.1 == NOT_STARTED {
-            // The lab's worker takes the start time when it runs the task, not when it wakes.
-            t.item.1 = now;
-        }
         let done = now + t.remaining.max(1);
         let p = t.process as usize;
         self.processes[p].running.change(now, true);
@@ -577,23 +601,71 @@ impl Sim {
         let c = &mut self.cpus[cpu as usize];
         let thread = c.current.take().expect("a running thread");
         c.generation += 1;
+        let dispatched_v = c.dispatched_v;
         let g = self.group_of(thread);
-        self.update_group(g, |group| group.running -= 1);
+        self.update_group(g, |group| {
+            group.running -= 1;
+            group.running_v.remove(&(dispatched_v, thread));
+        });
         let p = self.threads[thread as usize].process as usize;
         self.processes[p].running.change(self.now, false);
         self.busy.change(self.now, false);
         thread
     }
 
-    /// Gives the free `cpu` the first waiting thread, or leaves it idle.
-    fn pick_next(&mut self, cpu: u32) {
-        match self.first_waiting() {
-            Some((_, thread)) => {
-                self.dequeue(thread);
-                self.dispatch(cpu, thread);
-            }
-            None => self.idle.push(cpu),
+    /// Worker `thread`'s index in its pool and its process.
+    fn worker(&self, thread: u32) -> (u32, usize) {
+        let p = self.threads[thread as usize].process as usize;
+        (thread - self.processes[p].first, p)
+    }
+
+    /// A worker about to run takes the first queued task (the library's worker loop: only
+    /// below the target). `false`: nothing for it, it must park.
+    fn take_item(&mut self, thread: u32) -> bool {
+        let (index, p) = self.worker(thread);
+        let now = self.now;
+        let proc = &mut self.processes[p];
+        if index >= proc.state.target {
+            return false;
         }
+        let Some(arrived) = proc.queue.pop_front() else { return false };
+        let t = &mut self.threads[thread as usize];
+        t.item = Some((arrived, now));
+        t.remaining = proc.config.service;
+        true
+    }
+
+    /// A worker starts holding a task it has just taken.
+    fn start_holding(&mut self, thread: u32) {
+        let (_, p) = self.worker(thread);
+        self.processes[p].holding.change(self.now, true);
+    }
+
+    /// `thread` (neither running nor waiting) parks.
+    fn park(&mut self, thread: u32) {
+        let (index, p) = self.worker(thread);
+        self.threads[thread as usize].state = ThreadState::Parked;
+        let g = self.group_of(thread);
+        self.groups[g].runnable -= 1;
+        self.processes[p].parked.insert(index);
+    }
+
+    /// Gives the free `cpu` the first waiting thread that has a task to run (a woken worker
+    /// that finds none parks again), or leaves it idle.
+    fn pick_next(&mut self, cpu: u32) {
+        while let Some((_, thread)) = self.first_waiting() {
+            self.dequeue(thread);
+            let holding = self.threads[thread as usize].item.is_some();
+            if holding || self.take_item(thread) {
+                if !holding {
+                    self.start_holding(thread);
+                }
+                self.dispatch(cpu, thread);
+                return;
+            }
+            self.park(thread);
+        }
+        self.idle.push(cpu);
     }
 
     fn runnable(&self) -> u64 {
@@ -626,24 +698,59 @@ impl Sim {
         }
     }
 
-    /// A parked worker of its process wakes with an item.
+    /// Group `g`'s `min_vruntime`, brought up to date: the least vruntime among its threads
+    /// running or waiting, if that is later than the last value.
+    fn min_vruntime(&mut self, g: usize) -> u64 {
+        let group = &mut self.groups[g];
+        let least = [group.running_v.first(), group.waiting.first()].into_iter().flatten().map(|k| k.0).min();
+        if let Some(least) = least {
+            group.min_vruntime = group.min_vruntime.max(least);
+        }
+        group.min_vruntime
+    }
+
+    /// The groups' `min_vruntime` (per-process fairness): the least group vruntime among the
+    /// runnable groups, if that is later than the last value.
+    fn root_min_vruntime(&mut self) -> u64 {
+        let least = self.groups.iter().filter(|g| g.runnable > 0).map(|g| g.vruntime).min();
+        if let Some(least) = least {
+            self.root_min_vruntime = self.root_min_vruntime.max(least);
+        }
+        self.root_min_vruntime
+    }
+
+    /// Parked worker `index` of process `p` wakes (without a task: it takes one when it runs).
+    fn wake_worker(&mut self, p: usize, index: u32) {
+        let proc = &mut self.processes[p];
+        proc.parked.remove(&index);
+        let thread = proc.first + index;
+        self.wake(thread);
+    }
+
+    /// `thread`, parked, becomes runnable: on an idle CPU at once, or queued, maybe
+    /// preempting a running thread.
     fn wake(&mut self, thread: u32) {
         let g = self.group_of(thread);
         let latency_credit = self.params.latency / 2;
+        if self.groups[g].runnable == 0 && self.fairness == Fairness::Processes {
+            // Sleeper credit for the group (CFS's place_entity one level up).
+            let root_floor = self.root_min_vruntime().saturating_sub(latency_credit);
+            self.update_group(g, |group| group.vruntime = group.vruntime.max(root_floor));
+        }
+        self.groups[g].runnable += 1;
         // Sleeper credit (CFS's place_entity): at most half a latency behind the queue.
-        let root_floor = self.root_min_vruntime.saturating_sub(latency_credit);
-        let fairness = self.fairness;
-        self.update_group(g, |group| {
-            if group.runnable == 0 && fairness == Fairness::Processes {
-                group.vruntime = group.vruntime.max(root_floor);
-            }
-            group.runnable += 1;
-        });
-        let floor = self.groups[g].min_vruntime.saturating_sub(latency_credit);
+        let floor = self.min_vruntime(g).saturating_sub(latency_credit);
         let t = &mut self.threads[thread as usize];
         t.vruntime = t.vruntime.max(floor);
+        t.state = ThreadState::Waiting;
         if let Some(cpu) = self.idle.pop() {
-            self.dispatch(cpu, thread);
+            if self.take_item(thread) {
+                self.start_holding(thread);
+                self.dispatch(cpu, thread);
+            } else {
+                self.idle.push(cpu);
+                self.park(thread);
+            }
             return;
         }
         self.enqueue(thread);
@@ -665,11 +772,30 @@ impl Sim {
         }
     }
 
-    /// `cpu`'s thread goes back to the queue and the first waiting thread runs.
+    /// `cpu`'s thread goes back to the queue and the first waiting thread runs; a thread whose
+    /// task is done by now finishes it instead.
     fn preempt(&mut self, cpu: u32) {
+        self.charge(cpu);
+        if self.finished_now(cpu) {
+            return;
+        }
         let thread = self.undispatch(cpu);
         self.enqueue(thread);
         self.pick_next(cpu);
+    }
+
+    /// If `cpu`'s thread (charged) has nothing left to run, completes its task now (its `Done`
+    /// at this instant may not have been processed yet) and returns `true`.
+    fn finished_now(&mut self, cpu: u32) -> bool {
+        let c = &self.cpus[cpu as usize];
+        match c.current {
+            Some(t) if self.threads[t as usize].remaining == 0 => {
+                let generation = c.generation;
+                self.done(cpu, generation);
+                true
+            }
+            _ => false,
+        }
     }
 
     fn tick(&mut self, cpu: u32) {
@@ -680,6 +806,9 @@ impl Sim {
         };
         self.push(self.now + self.params.tick, Event::Tick(cpu));
         self.charge(cpu);
+        if self.finished_now(cpu) {
+            return;
+        }
         let other = self.first_waiting().map_or(i64::MIN, |(g, t)| self.lead(g, t, current));
         let h = self.group_of(current);
         let sibling =
@@ -702,7 +831,7 @@ impl Sim {
         let now = self.now;
         let t = &mut self.threads[thread as usize];
         t.remaining = 0;
-        let (intended, started) = t.item;
+        let (intended, started) = t.item.take().expect("a running worker holds a task");
         let p = t.process as usize;
         let proc = &mut self.processes[p];
         if intended >= self.warmup {
@@ -712,39 +841,30 @@ impl Sim {
         proc.completed += 1;
         proc.last_end = now;
         self.outstanding -= 1;
-        if !proc.queue.is_empty() && proc.active <= proc.state.target {
+        if self.take_item(thread) {
             // The worker takes the next task without leaving the CPU.
-            let arrived = proc.queue.pop_front().expect("not empty");
-            let service = proc.config.service;
-            let t = &mut self.threads[thread as usize];
-            t.item = (arrived, now);
-            t.remaining = service;
+            let service = self.threads[thread as usize].remaining;
             let c = &mut self.cpus[cpu as usize];
             c.generation += 1;
             let generation = c.generation;
             self.push(now + service, Event::Done(cpu, generation));
             return;
         }
-        proc.active -= 1;
-        proc.holding.change(now, false);
-        proc.parked.push(thread);
+        self.processes[p].holding.change(now, false);
         self.undispatch(cpu);
-        self.threads[thread as usize].state = ThreadState::Parked;
-        let g = self.group_of(thread);
-        self.groups[g].runnable -= 1;
+        self.park(thread);
         self.pick_next(cpu);
     }
 
-    /// A parked worker of `p` takes the first queued item and wakes.
-    fn start_worker(&mut self, p: usize) {
-        let proc = &mut self.processes[p];
-        let (Some(thread), Some(arrived)) = (proc.parked.pop(), proc.queue.pop_front()) else { return };
-        proc.active += 1;
-        proc.holding.change(self.now, true);
-        let t = &mut self.threads[thread as usize];
-        t.item = (arrived, NOT_STARTED);
-        t.remaining = proc.config.service;
-        self.wake(thread);
+    /// Step W of the pool's protocol: a task was queued; wake the lowest-index parked worker
+    /// below the target, if any.
+    fn wake_one_allowed(&mut self, p: usize) {
+        let proc = &self.processes[p];
+        if let Some(&index) = proc.parked.first() {
+            if index < proc.state.target {
+                self.wake_worker(p, index);
+            }
+        }
     }
 
     fn arrival(&mut self, p: u32, duration: u64) {
@@ -764,10 +884,7 @@ impl Sim {
             proc.next_arrival = at;
             self.push(at, Event::Arrival(p as u32));
         }
-        let proc = &self.processes[p];
-        if proc.active < proc.state.target && !proc.parked.is_empty() {
-            self.start_worker(p);
-        }
+        self.wake_one_allowed(p);
     }
 
     fn control(&mut self, p: u32) {
@@ -779,14 +896,12 @@ impl Sim {
         let cpus = self.cpus.len() as u32;
         let proc = &mut self.processes[p];
         let counters = (proc.running.at(now), busy_now, proc.holding.at(now), proc.waiting.at(now));
-        let (self_ns, busy_ns, holding_ns, waiting_ns) = (
-            counters.0 - proc.last.0,
-            counters.1 - proc.last.1,
-            counters.2 - proc.last.2,
-            counters.3 - proc.last.3,
-        );
-        proc.last = counters;
-        let elapsed = self.period;
+        let Some((last, last_at)) = proc.last.replace((counters, now)) else {
+            return; // the first tick: a baseline for the next one
+        };
+        let (self_ns, busy_ns, holding_ns, waiting_ns) =
+            (counters.0 - last.0, counters.1 - last.1, counters.2 - last.2, counters.3 - last.3);
+        let elapsed = now - last_at;
         let sample = Sample {
             elapsed_ns: elapsed,
             threads: proc.config.threads,
@@ -803,11 +918,16 @@ impl Sim {
             queued: u32::try_from(proc.queue.len()).unwrap_or(u32::MAX),
         };
         proc.targets.push(proc.state.target);
+        let old = proc.state.target;
         let policy = proc.config.policy.clone();
         policy.decide(&sample, &mut proc.state);
-        let wake = proc.state.target.saturating_sub(proc.active).min(proc.queue.len() as u32);
-        for _ in 0..wake {
-            self.start_worker(p);
+        let new = proc.state.target;
+        // Step T: wake the newly allowed parked workers, at most one per queued task.
+        if new > old {
+            let woken: Vec<u32> = proc.parked.range(old..new).take(proc.queue.len()).copied().collect();
+            for index in woken {
+                self.wake_worker(p, index);
+            }
         }
     }
 
@@ -944,15 +1064,14 @@ mod tests {
         assert!(quantile(&run.processes[0].service, 1.0) >= 105 * MS);
     }
 
-    /// Seed 000 Figure 7 at 16 CPUs and 8 processes (issue 10 item 2): adaptive pools cut the
-    /// service p99 at least 5x and the worst service time at least 2.5x against ignorant ones
-    /// at full load and in overload, in both settings, at no throughput cost. (The issue asks
-    /// for 5x on the worst time; `RESULTS.md` "simulator" has which cells reach it and why the
-    /// others do not.)
+    /// Seed 000 Figure 7 at 16 CPUs and 8 processes (issue 10 item 2): at no throughput cost,
+    /// adaptive pools cut the service p99 at least 5x against ignorant ones, and the worst
+    /// service time at least 5x at full load (the issue's criterion) and 2x in overload, in
+    /// both settings. (`RESULTS.md` "simulator" has why overload falls short of 5x.)
     #[test]
     fn figure_7_at_16_cpus_adaptive_cuts_latency_at_no_throughput_cost() {
         for fairness in [Fairness::Threads, Fairness::Processes] {
-            for load in [1.0, 1.5] {
+            for (load, max_cut) in [(1.0, 5.0), (1.5, 2.0)] {
                 let ignorant = simulate(&figure_7(16, 8, &Policy::fixed(16), load, fairness)).unwrap();
                 let adaptive = simulate(&figure_7(16, 8, &Policy::adaptive(), load, fairness)).unwrap();
                 let p99 = |run: &HostRun| {
@@ -960,20 +1079,18 @@ mod tests {
                     v.sort_unstable();
                     v[v.len() / 2]
                 };
-                let cell = format!("{fairness:?} at {load}");
-                assert!(
-                    p99(&ignorant) >= 5 * p99(&adaptive),
-                    "{cell}: p99 {} vs {}",
+                let cell = format!(
+                    "{fairness:?} at {load}: p99 {} vs {}, max {} vs {}, throughput {:.3}x",
                     p99(&ignorant),
-                    p99(&adaptive)
-                );
-                assert!(
-                    worst(&ignorant) as f64 >= 2.5 * worst(&adaptive) as f64,
-                    "{cell}: max {} vs {}",
+                    p99(&adaptive),
                     worst(&ignorant),
-                    worst(&adaptive)
+                    worst(&adaptive),
+                    throughput(&adaptive) / throughput(&ignorant)
                 );
+                assert!(p99(&ignorant) >= 5 * p99(&adaptive), "{cell}");
+                assert!(worst(&ignorant) as f64 >= max_cut * worst(&adaptive) as f64, "{cell}");
                 assert!(throughput(&adaptive) >= 0.95 * throughput(&ignorant), "{cell}");
+                eprintln!("{cell}");
             }
         }
     }

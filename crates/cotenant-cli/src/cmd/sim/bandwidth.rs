@@ -88,6 +88,15 @@ const SEED_TABLE_II: [(u64, u32, u32, f64, u64); 3] =
 
 /// `cotenant sim table2`: Table II per variant over seeds.
 pub fn table_ii(a: &crate::args::SimTable2Args) -> anyhow::Result<ExitCode> {
+    let longest = SEED_TABLE_II.iter().map(|row| row.0).max().unwrap_or(0) * 1_000_000;
+    if ns(a.duration) < longest {
+        eprintln!(
+            "cotenant sim table2: --duration {:?} is shorter than the longest period (100ms): every period \
+             must fit at least once",
+            a.duration
+        );
+        return Ok(ExitCode::from(crate::exit::USAGE));
+    }
     let mut rows = Vec::new();
     let mut text = format!(
         "Seed 001 Table II simulated: {} CPU-bound threads on {} CPUs, quota {} CPUs, slice {:?}, tick {:?}, \

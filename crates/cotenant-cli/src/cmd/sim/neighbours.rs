@@ -61,7 +61,12 @@ fn policy(kind: PoolKind, cpus: u32, processes: u32) -> anyhow::Result<Policy> {
     })
 }
 
-fn simulate(case: &Case) -> anyhow::Result<Simulated> {
+/// The host a case describes; `Err` names what is out of range (checked for every case before
+/// any runs, so that a bad combination fails at once and not after an hour of simulation).
+fn host_config(case: &Case) -> anyhow::Result<HostConfig> {
+    if case.service_ns == 0 {
+        bail!("--service-ms must be at least 1 ns (0.000001), got a service time of 0");
+    }
     let policy = policy(case.kind, case.cpus, case.processes)?;
     // The lab's offered load: a fraction of the process's fair share of the CPUs.
     let fair_cpus = f64::from(case.cpus) / f64::from(case.processes);
@@ -86,6 +91,21 @@ fn simulate(case: &Case) -> anyhow::Result<Simulated> {
         seed: case.seed,
         warmup: case.warmup_ns,
     };
+    config.validate().map_err(|e| {
+        anyhow::anyhow!(
+            "{} CPUs, {}, load {}, {} processes, {}: {e}",
+            case.cpus,
+            case.setting.name(),
+            case.load,
+            case.processes,
+            crate::lab::neighbours::kind_name(case.kind)
+        )
+    })?;
+    Ok(config)
+}
+
+fn simulate(case: &Case) -> anyhow::Result<Simulated> {
+    let config = host_config(case)?;
     let started = Instant::now();
     let run = host::simulate(&config).map_err(|e| anyhow::anyhow!("sim: {e}"))?;
     let wall = started.elapsed();
@@ -151,6 +171,30 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         seconds: args.duration.as_secs(),
         go_chunks: 0,
     };
+    if !(args.service_ms.is_finite() && args.service_ms > 0.0) {
+        bail!("--service-ms must be a positive number of milliseconds, got {}", args.service_ms);
+    }
+    let case = |setting, load, processes, kind, repeat: u32| Case {
+        cpus: args.cpus,
+        setting,
+        load,
+        processes,
+        kind,
+        service_ns: (args.service_ms * 1e6).round() as u64,
+        duration_ns: ns(args.duration),
+        warmup_ns: ns(args.warmup),
+        seed: args.seed.wrapping_add(u64::from(repeat)),
+    };
+    // Every configuration is checked before the first runs.
+    for &setting in &plan.settings {
+        for &load in &plan.loads {
+            for &processes in &plan.processes {
+                for &(kind, _) in &plan.pools {
+                    host_config(&case(setting, load, processes, kind, 0))?;
+                }
+            }
+        }
+    }
     let mut outcome = Outcome::default();
     let mut aggregates = Vec::new();
     let mut wall_most = Duration::ZERO;
@@ -161,17 +205,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
                     let key = Key { setting, load, processes, kind, share_factor };
                     let mut runs = Vec::new();
                     for repeat in 0..plan.repeats {
-                        let case = Case {
-                            cpus: args.cpus,
-                            setting,
-                            load,
-                            processes,
-                            kind,
-                            service_ns: (args.service_ms * 1e6).round() as u64,
-                            duration_ns: ns(args.duration),
-                            warmup_ns: ns(args.warmup),
-                            seed: args.seed.wrapping_add(u64::from(repeat)),
-                        };
+                        let case = case(setting, load, processes, kind, repeat);
                         let sim = simulate(&case)?;
                         wall_most = wall_most.max(sim.wall);
                         eprintln!(
@@ -310,10 +344,20 @@ fn read_real(path: &Path) -> anyhow::Result<RealRun> {
     if value["experiment"] != "neighbours" && value["experiment"] != "headline" {
         return Err(bad(&format!("experiment is {}", value["experiment"])));
     }
-    let cpus = value["host"]["cpus"].as_u64().ok_or_else(|| bad("no host.cpus"))? as u32;
+    let cpus = value["host"]["cpus"]
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|&n| n >= 1)
+        .ok_or_else(|| bad("host.cpus is not a CPU count"))?;
     let first = value["rows"].get(0).ok_or_else(|| bad("no rows"))?;
-    let seconds = first["seconds"].as_u64().ok_or_else(|| bad("rows[0] has no seconds"))?;
-    let service_ms = first["service_ms"].as_f64().ok_or_else(|| bad("rows[0] has no service_ms"))?;
+    let seconds = first["seconds"]
+        .as_u64()
+        .filter(|&s| (1..=86_400).contains(&s))
+        .ok_or_else(|| bad("rows[0].seconds is not a duration in 1..=86400"))?;
+    let service_ms = first["service_ms"]
+        .as_f64()
+        .filter(|&ms| ms.is_finite() && ms > 0.0)
+        .ok_or_else(|| bad("rows[0].service_ms is not a positive number"))?;
     let summary = value["summary"].as_array().ok_or_else(|| bad("no summary array"))?;
     let mut cells = Vec::new();
     for (i, a) in summary.iter().enumerate() {
@@ -331,8 +375,14 @@ fn read_real(path: &Path) -> anyhow::Result<RealRun> {
         let median: RunFigures = serde_json::from_value(a["median"].clone())
             .map_err(|e| bad(&format!("summary[{i}].median: {e}")))?;
         let load = key["load"].as_f64().ok_or_else(|| bad(&format!("summary[{i}].key.load")))?;
-        let processes =
-            key["processes"].as_u64().ok_or_else(|| bad(&format!("summary[{i}].key.processes")))? as u32;
+        let processes = key["processes"]
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| bad(&format!("summary[{i}].key.processes is not a process count")))?;
+        if !(load.is_finite() && load > 0.0) {
+            return Err(bad(&format!("summary[{i}].key.load is not a positive number")));
+        }
         cells.push(RealCell { setting, load, processes, kind, median });
     }
     if cells.is_empty() {
@@ -343,11 +393,14 @@ fn read_real(path: &Path) -> anyhow::Result<RealRun> {
 
 /// The three ratios the validation compares: ignorant/adaptive service p99 and max (how much
 /// adaptive cuts them), adaptive/ignorant throughput.
+/// A ratio is NaN when its denominator is not positive (an empty run), and then never
+/// counts as within the tolerance.
 fn ratios(ignorant: &RunFigures, adaptive: &RunFigures) -> [f64; 3] {
+    let ratio = |a: f64, b: f64| if b > 0.0 && a.is_finite() && b.is_finite() { a / b } else { f64::NAN };
     [
-        ignorant.service_p99_us / adaptive.service_p99_us,
-        ignorant.service_max_us / adaptive.service_max_us,
-        adaptive.throughput_per_s / ignorant.throughput_per_s,
+        ratio(ignorant.service_p99_us, adaptive.service_p99_us),
+        ratio(ignorant.service_max_us, adaptive.service_max_us),
+        ratio(adaptive.throughput_per_s, ignorant.throughput_per_s),
     ]
 }
 
@@ -356,6 +409,20 @@ const TOLERANCE: f64 = 0.25;
 
 pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
     let real = read_real(&args.real)?;
+    let case = |cell: &RealCell, kind, seed| Case {
+        cpus: real.cpus,
+        setting: cell.setting,
+        load: cell.load,
+        processes: cell.processes,
+        kind,
+        service_ns: (real.service_ms * 1e6).round() as u64,
+        duration_ns: real.seconds * 1_000_000_000,
+        warmup_ns: 0, // the lab keeps every item
+        seed,
+    };
+    for cell in &real.cells {
+        host_config(&case(cell, cell.kind, 1)).with_context(|| format!("{}", args.real.display()))?;
+    }
     let mut outcome = Outcome::default();
     let mut lines = String::from(
         "| setting | load | P | p99 ign/adp real | sim | within 25 % | max ign/adp real | sim | within 25 % | \
@@ -383,17 +450,7 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
             };
             let mut runs = Vec::new();
             for seed in 1..=u64::from(args.repeats) {
-                let case = Case {
-                    cpus: real.cpus,
-                    setting: cell.setting,
-                    load: cell.load,
-                    processes: cell.processes,
-                    kind,
-                    service_ns: (real.service_ms * 1e6).round() as u64,
-                    duration_ns: real.seconds * 1_000_000_000,
-                    warmup_ns: 0, // the lab keeps every item
-                    seed,
-                };
+                let case = case(cell, kind, seed);
                 let sim = simulate(&case)?;
                 outcome.rows.push(row(&case, &key, &sim));
                 runs.push(sim.figures);
@@ -405,7 +462,7 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
         let _ = write!(lines, "| {} | {:.0}% | {} ", cell.setting.name(), cell.load * 100.0, cell.processes);
         let mut verdicts = Vec::new();
         for (r, s) in real_ratios.iter().zip(&sim_ratios) {
-            let ok = (s / r - 1.0).abs() <= TOLERANCE;
+            let ok = (s / r - 1.0).abs() <= TOLERANCE; // false when either is NaN
             total += 1;
             within += usize::from(ok);
             verdicts.push(ok);
