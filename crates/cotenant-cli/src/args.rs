@@ -246,6 +246,8 @@ pub struct SimTable2Args {
     /// Runs per period and variant, seeds 1..=N; the table gives the median and the range.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub seeds: u32,
+    #[command(flatten)]
+    pub workload: SimWorkloadArgs,
     /// Print JSON instead.
     #[arg(long)]
     pub json: bool,
@@ -314,6 +316,27 @@ pub enum SimVariant {
     Baseline,
     /// Seed 001 §IV-A: the leftover pays the next period's overruns.
     Slush,
+    /// Seed 001's "All": the slush fund, and a configuration write that changes nothing is a
+    /// no-op.
+    All,
+    /// Linux since 5.4 in this model: baseline, and an idle CPU returns all but 1 ms of its
+    /// local pool.
+    Mainline,
+}
+
+/// Blocking and configuration writes, for `sim bandwidth` and `sim table2`.
+#[derive(Debug, Clone, Args)]
+pub struct SimWorkloadArgs {
+    /// Each thread runs this much CPU time, then blocks for --sleep (default: never blocks).
+    #[arg(long, value_parser = parse_time, requires = "sleep")]
+    pub run: Option<std::time::Duration>,
+    /// How long a thread blocks after each --run.
+    #[arg(long, value_parser = parse_time, requires = "run")]
+    pub sleep: Option<std::time::Duration>,
+    /// A same-value write of the quota and period this often (what container runtimes do when
+    /// they reconcile; default: never).
+    #[arg(long, value_parser = parse_time)]
+    pub update_every: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -341,9 +364,14 @@ pub struct SimBandwidthArgs {
     pub threads: u32,
     #[arg(long, value_enum, default_value_t = SimVariant::Baseline)]
     pub variant: SimVariant,
+    #[command(flatten)]
+    pub workload: SimWorkloadArgs,
     /// Print every event before the per-period table.
     #[arg(long)]
     pub timeline: bool,
+    /// Also draw the pools over time: DIR/bandwidth-timeline.svg (and .png).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Print JSON instead.
     #[arg(long)]
     pub json: bool,

@@ -188,3 +188,53 @@ fn table2_prints_throttled_ratios_per_period_and_variant() {
         String::from_utf8_lossy(&out.stderr).contains("--duration 50ms is shorter than the longest period")
     );
 }
+
+/// The `all` and `mainline` variants from the command line: a same-value configuration write
+/// throttles `baseline` and is a no-op under `all`; `--out` draws the timeline.
+#[test]
+fn bandwidth_variants_writes_blocking_and_the_timeline_chart() {
+    let ratio = |variant: &str, extra: &[&str]| {
+        let args = [
+            &[
+                "sim",
+                "bandwidth",
+                "--period",
+                "100ms",
+                "--quota",
+                "300ms",
+                "--threads",
+                "3",
+                "--periods",
+                "30",
+            ][..],
+            &["--variant", variant, "--json"],
+            extra,
+        ]
+        .concat();
+        let out = cotenant(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v["throttled_ratio"].as_f64().unwrap(), v)
+    };
+    let writes = ["--update-every", "1s"];
+    let (baseline, v) = ratio("baseline", &writes);
+    assert!(baseline > 0.0);
+    assert!(v["events"].as_array().unwrap().iter().any(|e| e["kind"] == "update" && e["noop"] == false));
+    let (all, v) = ratio("all", &writes);
+    assert_eq!(all, 0.0);
+    assert!(v["events"].as_array().unwrap().iter().any(|e| e["kind"] == "update" && e["noop"] == true));
+    let (_, v) = ratio("mainline", &["--run", "2ms", "--sleep", "8ms"]);
+    assert!(v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["kind"] == "block" && e["returned_ms"].as_f64() > Some(0.0)));
+    let out = cotenant(&["sim", "bandwidth", "--quota", "10ms", "--run", "2ms"]);
+    assert!(!out.status.success(), "--run without --sleep is refused");
+    let dir = std::env::temp_dir().join(format!("cotenant-sim-timeline-{}", std::process::id()));
+    let out = cotenant(&[&FIGURE_4[..], &["--out", dir.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let svg = std::fs::read_to_string(dir.join("bandwidth-timeline.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("global pool") && svg.contains("local pool, CPU 0"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

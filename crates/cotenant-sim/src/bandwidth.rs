@@ -17,10 +17,22 @@
 //! - **Ties**: the period timer runs before a tick at the same instant (the seed's Figure 4
 //!   needs it: at t = 20 ms the refill comes first).
 //!
-//! Not modelled yet (issue 10 item 1 asks for them): accounting at context switches of
-//! threads that block, configuration updates (the `all` variant), and the 5.4+ rules of
-//! returning idle CPUs' runtime (`mainline`). With always-running threads the first two do not
-//! arise and `mainline` behaves as `baseline`, so only `baseline` and `slush` are offered.
+//! - **Blocking** (optional duty cycle: each thread runs `run` of CPU time, then sleeps
+//!   `sleep`): a thread that blocks is charged at the context switch (and asks for a slice if
+//!   that leaves its pool at or below zero, as `update_curr` does); a thread that wakes with an
+//!   empty local pool asks for runtime and is throttled if it gets none (the kernel's check at
+//!   enqueue).
+//! - **Configuration writes** (optional, every `update_every`): a container runtime rewriting
+//!   the same quota and period. The kernel (seed 001 §III-A2) refills the global pool, resets
+//!   every local pool to zero and unthrottles; under `all` the write is a no-op (§IV-A2).
+//!
+//! Variants: `baseline` (the seed's 5.12 model above), `slush` (baseline with the slush
+//! fund), `all` (slush, and same-value writes are no-ops), `mainline` (baseline, and a CPU
+//! whose thread blocks returns all but `min_cfs_rq_runtime` = 1 ms of its local pool to the
+//! global pool, `return_cfs_rq_runtime`; like the seed's 5.12, local runtime never expires, the
+//! 5.4 change). For threads that never block and no configuration writes, `all` runs exactly
+//! as `slush` and `mainline` as `baseline`: the differences need the options above.
+//! Not modelled: the slack timer's delay before returned runtime is handed out, `cfs_burst`.
 
 use std::fmt;
 
@@ -31,16 +43,43 @@ pub enum Variant {
     Baseline,
     /// Seed 001 §IV-A: the leftover becomes a slush fund that pays the next period's overruns.
     Slush,
+    /// Seed 001 §IV-A1 and §IV-A2: the slush fund, and a configuration write that changes
+    /// nothing is a no-op.
+    All,
+    /// Linux since 5.4 as far as this model goes: `baseline`, and an idle CPU returns all but
+    /// 1 ms of its local pool.
+    Mainline,
 }
 
 impl Variant {
+    /// Every variant, in the order tables show them.
+    pub const ALL: [Variant; 4] = [Variant::Baseline, Variant::Slush, Variant::All, Variant::Mainline];
+
     /// The variant's name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Variant::Baseline => "baseline",
             Variant::Slush => "slush",
+            Variant::All => "all",
+            Variant::Mainline => "mainline",
         }
     }
+
+    fn has_slush(self) -> bool {
+        matches!(self, Variant::Slush | Variant::All)
+    }
+}
+
+/// The kernel's `min_cfs_rq_runtime`: what an idle CPU keeps of its local pool (`mainline`).
+const MIN_CFS_RQ_RUNTIME: i64 = 1_000_000;
+
+/// A thread's duty cycle: `run` of CPU time, then `sleep` blocked, repeatedly (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Duty {
+    /// CPU time per burst.
+    pub run: u64,
+    /// Time blocked between bursts.
+    pub sleep: u64,
 }
 
 /// A simulation's inputs (nanoseconds).
@@ -62,12 +101,27 @@ pub struct Config {
     pub periods: u32,
     /// Which kernel behaviour.
     pub variant: Variant,
+    /// `None`: the threads never block (sysbench, Table II).
+    pub duty: Option<Duty>,
+    /// A same-value configuration write every this often (from `update_every`; `None`: never).
+    pub update_every: Option<u64>,
 }
 
 impl Config {
     /// One thread on one CPU, tick phase 0, started at 0 (seed 001 Figure 4's setting).
     pub fn single(period: u64, quota: u64, slice: u64, tick: u64, periods: u32, variant: Variant) -> Self {
-        Config { period, quota, slice, tick, phases: vec![0], starts: vec![0], periods, variant }
+        Config {
+            period,
+            quota,
+            slice,
+            tick,
+            phases: vec![0],
+            starts: vec![0],
+            periods,
+            variant,
+            duty: None,
+            update_every: None,
+        }
     }
 
     /// `Err` names the input that is out of range.
@@ -91,6 +145,14 @@ impl Config {
         }
         if self.periods == 0 {
             return Err("periods must be at least 1".into());
+        }
+        if let Some(duty) = self.duty {
+            if duty.run == 0 || duty.sleep == 0 {
+                return Err(format!("a duty cycle needs run and sleep > 0, got {duty:?}"));
+            }
+        }
+        if self.update_every == Some(0) {
+            return Err("update_every must be positive".into());
         }
         let end = self.period.checked_mul(u64::from(self.periods)).ok_or("period × periods overflows")?;
         if end / self.tick > 100_000_000 {
@@ -124,6 +186,8 @@ pub fn table_ii(
         starts,
         periods,
         variant,
+        duty: None,
+        update_every: None,
     }
 }
 
@@ -155,6 +219,29 @@ pub enum Kind {
     },
     /// The thread started.
     Start,
+    /// The thread blocked (charged at the context switch).
+    Block {
+        /// The run time charged.
+        charged: u64,
+        /// What the local pool asked the global pool for (0 if it did not).
+        asked: u64,
+        /// What it got.
+        got: u64,
+        /// What it gave back to the global pool (`mainline`).
+        returned: u64,
+    },
+    /// The thread woke.
+    Wake {
+        /// What the local pool asked for (0 if it had runtime).
+        asked: u64,
+        /// What it got.
+        got: u64,
+    },
+    /// A same-value configuration write (`noop` under `all`).
+    Update {
+        /// Whether it changed nothing.
+        noop: bool,
+    },
 }
 
 /// One event: at `at`, on `cpu` (`None` for the global pool), with the pools after it.
@@ -207,6 +294,8 @@ enum State {
     NotStarted,
     Running,
     Throttled,
+    /// Blocked (the duty cycle's sleep): the CPU is idle until `wake_at`.
+    Sleeping,
 }
 
 struct Cpu {
@@ -216,6 +305,42 @@ struct Cpu {
     next_tick: u64,
     /// The period number of this local pool's last refill (the slush rule applies to the first).
     refilled_in: Option<u64>,
+    /// With a duty cycle: CPU time left before the thread blocks.
+    burst_left: u64,
+    /// When a sleeping thread wakes.
+    wake_at: u64,
+}
+
+/// The global pool and the slush fund, and the refill of a local pool from them.
+struct Pools {
+    global: i64,
+    slush: i64,
+    slice: i64,
+    variant: Variant,
+}
+
+impl Pools {
+    /// A local pool at or below zero asks for a whole slice [Listing 4]; under `slush` and
+    /// `all`, its first refill in a period first pays its debt from the slush fund [Listing 3].
+    /// Returns (asked, got, slush paid).
+    fn refill(&mut self, cpu: &mut Cpu, period_nr: u64) -> (u64, u64, u64) {
+        if cpu.remaining > 0 {
+            return (0, 0, 0);
+        }
+        let mut slush_paid = 0;
+        if self.variant.has_slush() && cpu.refilled_in != Some(period_nr) {
+            let pay = self.slush.min(-cpu.remaining).max(0);
+            self.slush -= pay;
+            cpu.remaining += pay;
+            slush_paid = pay as u64;
+        }
+        cpu.refilled_in = Some(period_nr);
+        let want = self.slice - cpu.remaining;
+        let grant = want.min(self.global).max(0);
+        self.global -= grant;
+        cpu.remaining += grant;
+        (want as u64, grant as u64, slush_paid)
+    }
 }
 
 /// Runs the simulation.
@@ -224,8 +349,9 @@ pub fn simulate(config: &Config) -> Result<Run, String> {
     let n = config.phases.len();
     let end = config.period * u64::from(config.periods);
     let quota = i64::try_from(config.quota).map_err(|_| "quota too large")?;
-    let mut global = 0i64;
-    let mut slush = 0i64;
+    let slice = i64::try_from(config.slice).map_err(|_| "slice too large")?;
+    let mut pools = Pools { global: 0, slush: 0, slice, variant: config.variant };
+    let burst = config.duty.map_or(u64::MAX, |d| d.run);
     let mut cpus: Vec<Cpu> = (0..n)
         .map(|i| Cpu {
             remaining: 0,
@@ -233,6 +359,8 @@ pub fn simulate(config: &Config) -> Result<Run, String> {
             last_charge: 0,
             next_tick: config.phases[i],
             refilled_in: None,
+            burst_left: burst,
+            wake_at: u64::MAX,
         })
         .collect();
     let mut throttled_order: Vec<usize> = Vec::new();
@@ -241,25 +369,44 @@ pub fn simulate(config: &Config) -> Result<Run, String> {
         (1..=config.periods).map(|index| Period { index, ran: 0, throttled: 0 }).collect();
     let mut now = 0u64;
     let mut next_period = 0u64; // the first refill is at t = 0
+    let mut next_update = config.update_every.unwrap_or(u64::MAX);
+    macro_rules! event {
+        ($cpu:expr, $kind:expr, $local:expr) => {
+            events.push(Event {
+                at: now,
+                cpu: $cpu,
+                kind: $kind,
+                local: $local,
+                global: pools.global,
+                slush: pools.slush,
+            })
+        };
+    }
     loop {
         // The next instant anything happens.
-        let next_tick = cpus.iter().map(|c| c.next_tick).min().unwrap_or(u64::MAX);
-        let next_start = cpus
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.state == State::NotStarted)
-            .map(|(i, _)| config.starts[i])
-            .min()
-            .unwrap_or(u64::MAX);
-        let at = next_period.min(next_tick).min(next_start).min(end);
+        let mut at = next_period.min(next_update).min(end);
+        for (i, cpu) in cpus.iter().enumerate() {
+            at = at.min(cpu.next_tick);
+            match cpu.state {
+                State::NotStarted => at = at.min(config.starts[i]),
+                State::Sleeping => at = at.min(cpu.wake_at),
+                State::Running => at = at.min(now.saturating_add(cpu.burst_left)),
+                State::Throttled => {}
+            }
+        }
         // Account [now, at) to the period that holds it (events include every boundary).
         if at > now {
             let index = (now / config.period) as usize;
-            for cpu in &cpus {
+            for cpu in &mut cpus {
                 match cpu.state {
-                    State::Running => periods[index].ran += at - now,
+                    State::Running => {
+                        periods[index].ran += at - now;
+                        if config.duty.is_some() {
+                            cpu.burst_left -= at - now;
+                        }
+                    }
                     State::Throttled => periods[index].throttled += at - now,
-                    State::NotStarted => {}
+                    State::NotStarted | State::Sleeping => {}
                 }
             }
             now = at;
@@ -267,38 +414,25 @@ pub fn simulate(config: &Config) -> Result<Run, String> {
         if now >= end {
             break;
         }
+        let period_nr = now / config.period;
         // 1. The period timer: refill, then unthrottle.
         if now == next_period {
-            let leftover = global;
-            if config.variant == Variant::Slush {
-                slush = leftover.max(0);
+            let leftover = pools.global;
+            if config.variant.has_slush() {
+                pools.slush = leftover.max(0);
             }
-            global = quota;
-            events.push(Event {
-                at: now,
-                cpu: None,
-                kind: Kind::Refill { leftover },
-                local: 0,
-                global,
-                slush,
-            });
+            pools.global = quota;
+            event!(None, Kind::Refill { leftover }, 0);
             let mut still = Vec::new();
             for &i in &throttled_order {
                 let cpu = &mut cpus[i];
                 let need = 1 - cpu.remaining; // the kernel's -remaining + 1 ns
-                if global >= need {
-                    global -= need;
+                if pools.global >= need {
+                    pools.global -= need;
                     cpu.remaining += need;
                     cpu.state = State::Running;
                     cpu.last_charge = now;
-                    events.push(Event {
-                        at: now,
-                        cpu: Some(i),
-                        kind: Kind::Unthrottle { granted: need as u64 },
-                        local: cpu.remaining,
-                        global,
-                        slush,
-                    });
+                    event!(Some(i), Kind::Unthrottle { granted: need as u64 }, cpu.remaining);
                 } else {
                     still.push(i);
                 }
@@ -306,23 +440,46 @@ pub fn simulate(config: &Config) -> Result<Run, String> {
             throttled_order = still;
             next_period += config.period;
         }
-        // 2. Threads that start now.
+        // 2. A configuration write with the same quota and period (seed 001 §III-A2): the
+        //    kernel refills the global pool, empties every local pool and unthrottles; under
+        //    `all` it is a no-op (§IV-A2).
+        if now == next_update {
+            let noop = config.variant == Variant::All;
+            if !noop {
+                pools.global = quota;
+                for cpu in &mut cpus {
+                    cpu.remaining = 0;
+                    if cpu.state == State::Throttled {
+                        cpu.state = State::Running;
+                        cpu.last_charge = now;
+                    }
+                }
+                throttled_order.clear();
+            }
+            event!(None, Kind::Update { noop }, 0);
+            next_update = next_update.saturating_add(config.update_every.unwrap_or(u64::MAX));
+        }
+        // 3. Threads that start or wake now (an empty local pool asks for runtime first, and
+        //    is throttled if it gets none: the kernel's check at enqueue).
         for (i, cpu) in cpus.iter_mut().enumerate() {
-            if cpu.state == State::NotStarted && config.starts[i] == now {
-                cpu.state = State::Running;
-                cpu.last_charge = now;
-                events.push(Event {
-                    at: now,
-                    cpu: Some(i),
-                    kind: Kind::Start,
-                    local: cpu.remaining,
-                    global,
-                    slush,
-                });
+            let starts = cpu.state == State::NotStarted && config.starts[i] == now;
+            let wakes = cpu.state == State::Sleeping && cpu.wake_at == now;
+            if !(starts || wakes) {
+                continue;
+            }
+            cpu.state = State::Running;
+            cpu.last_charge = now;
+            cpu.burst_left = burst;
+            let (asked, got, _) = if wakes { pools.refill(cpu, period_nr) } else { (0, 0, 0) };
+            let kind = if starts { Kind::Start } else { Kind::Wake { asked, got } };
+            event!(Some(i), kind, cpu.remaining);
+            if wakes && cpu.remaining <= 0 {
+                cpu.state = State::Throttled;
+                throttled_order.push(i);
+                event!(Some(i), Kind::Throttle, cpu.remaining);
             }
         }
-        // 3. Ticks now, in CPU order.
-        let period_nr = now / config.period;
+        // 4. Ticks now, in CPU order.
         for (i, cpu) in cpus.iter_mut().enumerate() {
             if cpu.next_tick != now {
                 continue;
@@ -334,40 +491,38 @@ pub fn simulate(config: &Config) -> Result<Run, String> {
             let charged = now - cpu.last_charge;
             cpu.last_charge = now;
             cpu.remaining -= charged as i64;
-            let (mut asked, mut got, mut slush_paid) = (0u64, 0u64, 0u64);
-            if cpu.remaining <= 0 {
-                if config.variant == Variant::Slush && cpu.refilled_in != Some(period_nr) {
-                    let pay = slush.min(-cpu.remaining).max(0);
-                    slush -= pay;
-                    cpu.remaining += pay;
-                    slush_paid = pay as u64;
-                }
-                cpu.refilled_in = Some(period_nr);
-                let want = config.slice as i64 - cpu.remaining;
-                let grant = want.min(global).max(0);
-                global -= grant;
-                cpu.remaining += grant;
-                (asked, got) = (want as u64, grant as u64);
-            }
-            events.push(Event {
-                at: now,
-                cpu: Some(i),
-                kind: Kind::Tick { charged, asked, got, slush_paid },
-                local: cpu.remaining,
-                global,
-                slush,
-            });
+            let (asked, got, slush_paid) = pools.refill(cpu, period_nr);
+            event!(Some(i), Kind::Tick { charged, asked, got, slush_paid }, cpu.remaining);
             if cpu.remaining <= 0 {
                 cpu.state = State::Throttled;
                 throttled_order.push(i);
-                events.push(Event {
-                    at: now,
-                    cpu: Some(i),
-                    kind: Kind::Throttle,
-                    local: cpu.remaining,
-                    global,
-                    slush,
-                });
+                event!(Some(i), Kind::Throttle, cpu.remaining);
+            }
+        }
+        // 5. Threads whose burst ends now block: charged at the context switch; under
+        //    `mainline` the CPU, now idle, returns all but 1 ms of its local pool.
+        if let Some(duty) = config.duty {
+            for (i, cpu) in cpus.iter_mut().enumerate() {
+                if cpu.state != State::Running || cpu.burst_left != 0 {
+                    continue;
+                }
+                let charged = now - cpu.last_charge;
+                cpu.last_charge = now;
+                cpu.remaining -= charged as i64;
+                let (asked, got, _) = pools.refill(cpu, period_nr);
+                let mut returned = 0;
+                if config.variant == Variant::Mainline && cpu.remaining > MIN_CFS_RQ_RUNTIME {
+                    returned = cpu.remaining - MIN_CFS_RQ_RUNTIME;
+                    cpu.remaining -= returned;
+                    pools.global += returned;
+                }
+                cpu.state = State::Sleeping;
+                cpu.wake_at = now + duty.sleep;
+                event!(
+                    Some(i),
+                    Kind::Block { charged, asked, got, returned: returned as u64 },
+                    cpu.remaining
+                );
             }
         }
     }
@@ -397,6 +552,19 @@ impl fmt::Display for Event {
             Kind::Throttle => "THROTTLED".to_owned(),
             Kind::Unthrottle { granted } => format!("unthrottled with {:.3} ms", ms(granted as i64)),
             Kind::Start => "thread starts".to_owned(),
+            Kind::Block { charged, asked, got, returned } => format!(
+                "blocks, charged {:.2} ms; asked {:.2}, got {:.2}; returned {:.2}",
+                ms(charged as i64),
+                ms(asked as i64),
+                ms(got as i64),
+                ms(returned as i64)
+            ),
+            Kind::Wake { asked: 0, .. } => "wakes".to_owned(),
+            Kind::Wake { asked, got } => {
+                format!("wakes; asked {:.2}, got {:.2}", ms(asked as i64), ms(got as i64))
+            }
+            Kind::Update { noop: true } => "config write (same values): no-op".to_owned(),
+            Kind::Update { noop: false } => "config write (same values): refill, local pools to 0".to_owned(),
         };
         write!(
             f,
@@ -479,7 +647,7 @@ mod tests {
 
     #[test]
     fn no_more_runs_than_the_quota_allows_plus_one_slice_and_tick_per_cpu() {
-        for variant in [Variant::Baseline, Variant::Slush] {
+        for variant in Variant::ALL {
             let config = Config {
                 period: 10 * MS,
                 quota: 25 * MS,
@@ -489,6 +657,8 @@ mod tests {
                 starts: vec![0, 2 * MS, 7 * MS],
                 periods: 50,
                 variant,
+                duty: None,
+                update_every: None,
             };
             let run = simulate(&config).unwrap();
             let ran: u64 = run.periods.iter().map(|p| p.ran).sum();
@@ -508,6 +678,8 @@ mod tests {
             starts: vec![0, 5 * MS, 123],
             periods: 30,
             variant: Variant::Baseline,
+            duty: Some(Duty { run: 7 * MS, sleep: 3 * MS }),
+            update_every: Some(45 * MS),
         };
         assert_eq!(simulate(&config).unwrap(), simulate(&config).unwrap());
     }
@@ -542,6 +714,75 @@ mod tests {
         assert!(config.phases.iter().chain(&config.starts).all(|&t| t < 4 * MS));
     }
 
+    /// Without blocking and configuration writes, `all` is `slush` and `mainline` is
+    /// `baseline`, event for event (what the module doc says).
+    #[test]
+    fn all_and_mainline_need_writes_and_blocking_to_differ() {
+        for period in [100 * MS, 10 * MS] {
+            let run = |variant| simulate(&table_ii(3, period, 5 * MS, 4 * MS, 50, variant, 3)).unwrap();
+            assert_eq!(run(Variant::All).periods, run(Variant::Slush).periods);
+            assert_eq!(run(Variant::Mainline).periods, run(Variant::Baseline).periods);
+        }
+    }
+
+    /// Seed 001 §III-A2: a write of the same quota and period empties the local pools, so the
+    /// runtime they held is charged again and a period that did not throttle now does; under
+    /// `all` the write is a no-op (§IV-A2) and nothing throttles.
+    #[test]
+    fn a_same_value_write_throttles_except_under_all() {
+        let config = |variant| Config {
+            update_every: Some(1_000 * MS),
+            ..table_ii(3, 100 * MS, 5 * MS, 4 * MS, 30, variant, 1)
+        };
+        let quiet = simulate(&table_ii(3, 100 * MS, 5 * MS, 4 * MS, 30, Variant::Baseline, 1)).unwrap();
+        assert_eq!(quiet.throttled_ratio(), 0.0);
+        let baseline = simulate(&config(Variant::Baseline)).unwrap();
+        assert!(baseline.events.iter().any(|e| e.kind == Kind::Update { noop: false }));
+        assert!(baseline.throttled_ratio() >= 0.1, "{}", baseline.throttled_ratio());
+        assert!(baseline.periods[..10].iter().all(|p| p.throttled == 0), "nothing before the first write");
+        let all = simulate(&config(Variant::All)).unwrap();
+        assert!(all.events.iter().any(|e| e.kind == Kind::Update { noop: true }));
+        assert_eq!(all.throttled_ratio(), 0.0);
+    }
+
+    /// One thread that runs 2 ms and blocks 8 ms: at its first block (t = 2 ms) its local pool
+    /// holds 3 ms of the 5 ms slice; `mainline` returns all but 1 ms to the global pool,
+    /// `baseline` keeps it.
+    #[test]
+    fn mainline_returns_all_but_1_ms_when_a_cpu_goes_idle() {
+        let block = |variant| {
+            let config = Config {
+                duty: Some(Duty { run: 2 * MS, sleep: 8 * MS }),
+                ..Config::single(10 * MS, 10 * MS, 5 * MS, 4 * MS, 2, variant)
+            };
+            let run = simulate(&config).unwrap();
+            *run.events.iter().find(|e| matches!(e.kind, Kind::Block { .. })).unwrap()
+        };
+        let mainline = block(Variant::Mainline);
+        assert_eq!(mainline.at, 2 * MS);
+        assert_eq!(mainline.kind, Kind::Block { charged: 2 * MS, asked: 0, got: 0, returned: 2 * MS });
+        assert_eq!((mainline.local, mainline.global), (MS as i64, 7 * MS as i64));
+        let baseline = block(Variant::Baseline);
+        assert_eq!(baseline.kind, Kind::Block { charged: 2 * MS, asked: 0, got: 0, returned: 0 });
+        assert_eq!((baseline.local, baseline.global), (3 * MS as i64, 5 * MS as i64));
+    }
+
+    /// A thread that wakes with an empty local pool and finds the global pool empty is
+    /// throttled at once (the kernel's check at enqueue), and runs again at the refill.
+    #[test]
+    fn a_thread_that_wakes_to_an_empty_pool_is_throttled() {
+        // Quota 4 ms per 10 ms; the thread runs 6 ms bursts, blocking 1 ms in between.
+        let config = Config {
+            duty: Some(Duty { run: 6 * MS, sleep: MS }),
+            ..Config::single(10 * MS, 4 * MS, 5 * MS, 4 * MS, 4, Variant::Baseline)
+        };
+        let run = simulate(&config).unwrap();
+        assert!(run.events.iter().any(|e| matches!(e.kind, Kind::Wake { asked, got: 0 } if asked > 0)
+            && run.events.iter().any(|t| t.at == e.at && t.cpu == e.cpu && t.kind == Kind::Throttle)));
+        let ran: u64 = run.periods.iter().map(|p| p.ran).sum();
+        assert!(ran <= 4 * 4 * MS + 5 * MS + 4 * MS, "ran {ran}");
+    }
+
     #[test]
     fn bad_inputs_are_named() {
         let mut config = Config::single(10 * MS, 10 * MS, 5 * MS, 4 * MS, 3, Variant::Baseline);
@@ -553,5 +794,11 @@ mod tests {
         let mut config = Config::single(10 * MS, 10 * MS, 5 * MS, 4 * MS, 3, Variant::Baseline);
         config.starts = vec![];
         assert!(simulate(&config).unwrap_err().contains("one tick phase and one start per thread"));
+        let mut config = Config::single(10 * MS, 10 * MS, 5 * MS, 4 * MS, 3, Variant::Baseline);
+        config.duty = Some(Duty { run: 0, sleep: MS });
+        assert!(simulate(&config).unwrap_err().contains("duty cycle"));
+        config.duty = None;
+        config.update_every = Some(0);
+        assert!(simulate(&config).unwrap_err().contains("update_every"));
     }
 }
