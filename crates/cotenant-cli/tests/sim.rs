@@ -231,6 +231,11 @@ fn bandwidth_variants_writes_blocking_and_the_timeline_chart() {
         .any(|e| e["kind"] == "block" && e["returned_ms"].as_f64() > Some(0.0)));
     let out = cotenant(&["sim", "bandwidth", "--quota", "10ms", "--run", "2ms"]);
     assert!(!out.status.success(), "--run without --sleep is refused");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--sleep"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dir = std::env::temp_dir().join(format!("cotenant-sim-timeline-{}", std::process::id()));
     let out = cotenant(&[&FIGURE_4[..], &["--out", dir.to_str().unwrap()]].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -26,13 +26,16 @@
 //!   the same quota and period. The kernel (seed 001 §III-A2) refills the global pool, resets
 //!   every local pool to zero and unthrottles; under `all` the write is a no-op (§IV-A2).
 //!
-//! Variants: `baseline` (the seed's 5.12 model above), `slush` (baseline with the slush
-//! fund), `all` (slush, and same-value writes are no-ops), `mainline` (baseline, and a CPU
-//! whose thread blocks returns all but `min_cfs_rq_runtime` = 1 ms of its local pool to the
-//! global pool, `return_cfs_rq_runtime`; like the seed's 5.12, local runtime never expires, the
-//! 5.4 change). For threads that never block and no configuration writes, `all` runs exactly
-//! as `slush` and `mainline` as `baseline`: the differences need the options above.
-//! Not modelled: the slack timer's delay before returned runtime is handed out, `cfs_burst`.
+//! Variants: `baseline` (the seed's model above, its Listings 1-4), `slush` (baseline with the
+//! slush fund), `all` (slush, and same-value writes are no-ops), `mainline` (baseline, and a
+//! CPU whose thread blocks returns all but `min_cfs_rq_runtime` = 1 ms of its local pool to the
+//! global pool, `return_cfs_rq_runtime`, which the slack timer hands to throttled CPUs; like
+//! the seed's model, local runtime never expires, the 5.4 change). The kernel has returned idle
+//! runtime since 3.2, so the seed's 5.12 did it too; its listings leave it out, and so does
+//! `baseline`, so that the variants separate the mechanisms. For threads that never block and
+//! no configuration writes, `all` runs exactly as `slush` and `mainline` as `baseline`: the
+//! differences need the options above. Not modelled: the slack timer's 5 ms batching delay
+//! (returned runtime is handed out at once), `cfs_burst`.
 
 use std::fmt;
 
@@ -148,15 +151,29 @@ impl Config {
         }
         if let Some(duty) = self.duty {
             if duty.run == 0 || duty.sleep == 0 {
-                return Err(format!("a duty cycle needs run and sleep > 0, got {duty:?}"));
+                return Err(format!(
+                    "a duty cycle needs run and sleep (--run, --sleep) above 0, got {} ns and {} ns",
+                    duty.run, duty.sleep
+                ));
             }
         }
         if self.update_every == Some(0) {
-            return Err("update_every must be positive".into());
+            return Err("the interval between configuration writes (--update-every) must be positive".into());
         }
         let end = self.period.checked_mul(u64::from(self.periods)).ok_or("period × periods overflows")?;
-        if end / self.tick > 100_000_000 {
-            return Err("more than 10^8 ticks: shorten the run or lengthen the tick".into());
+        // Every tick, burst, sleep and write is an event: bound their number (a 1 ns duty
+        // cycle over seconds would not fit in memory).
+        let step = [Some(self.tick), self.duty.map(|d| d.run.saturating_add(d.sleep)), self.update_every]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(self.tick);
+        let events = u128::from(end) * self.phases.len() as u128 / u128::from(step.max(1));
+        if events > 100_000_000 {
+            return Err(format!(
+                "about {events} events (threads × time / shortest of tick, run + sleep, --update-every): \
+                 at most 10^8; simulate fewer periods or longer intervals"
+            ));
         }
         Ok(())
     }
@@ -343,6 +360,39 @@ impl Pools {
     }
 }
 
+/// Unthrottles the throttled CPUs, in the order they were throttled, while the global pool
+/// pays each `1 ns - remaining` (the kernel's `distribute_cfs_runtime`).
+fn distribute(
+    pools: &mut Pools,
+    cpus: &mut [Cpu],
+    order: &mut Vec<usize>,
+    now: u64,
+    events: &mut Vec<Event>,
+) {
+    let mut still = Vec::new();
+    for &i in order.iter() {
+        let cpu = &mut cpus[i];
+        let need = 1 - cpu.remaining; // the kernel's -remaining + 1 ns
+        if pools.global >= need {
+            pools.global -= need;
+            cpu.remaining += need;
+            cpu.state = State::Running;
+            cpu.last_charge = now;
+            events.push(Event {
+                at: now,
+                cpu: Some(i),
+                kind: Kind::Unthrottle { granted: need as u64 },
+                local: cpu.remaining,
+                global: pools.global,
+                slush: pools.slush,
+            });
+        } else {
+            still.push(i);
+        }
+    }
+    *order = still;
+}
+
 /// Runs the simulation.
 pub fn simulate(config: &Config) -> Result<Run, String> {
     config.validate()?;
@@ -423,21 +473,7 @@ pub fn simulate(config: &Config) -> Result<Run, String> {
             }
             pools.global = quota;
             event!(None, Kind::Refill { leftover }, 0);
-            let mut still = Vec::new();
-            for &i in &throttled_order {
-                let cpu = &mut cpus[i];
-                let need = 1 - cpu.remaining; // the kernel's -remaining + 1 ns
-                if pools.global >= need {
-                    pools.global -= need;
-                    cpu.remaining += need;
-                    cpu.state = State::Running;
-                    cpu.last_charge = now;
-                    event!(Some(i), Kind::Unthrottle { granted: need as u64 }, cpu.remaining);
-                } else {
-                    still.push(i);
-                }
-            }
-            throttled_order = still;
+            distribute(&mut pools, &mut cpus, &mut throttled_order, now, &mut events);
             next_period += config.period;
         }
         // 2. A configuration write with the same quota and period (seed 001 §III-A2): the
@@ -502,6 +538,7 @@ pub fn simulate(config: &Config) -> Result<Run, String> {
         // 5. Threads whose burst ends now block: charged at the context switch; under
         //    `mainline` the CPU, now idle, returns all but 1 ms of its local pool.
         if let Some(duty) = config.duty {
+            let mut any_returned = false;
             for (i, cpu) in cpus.iter_mut().enumerate() {
                 if cpu.state != State::Running || cpu.burst_left != 0 {
                     continue;
@@ -523,6 +560,12 @@ pub fn simulate(config: &Config) -> Result<Run, String> {
                     Kind::Block { charged, asked, got, returned: returned as u64 },
                     cpu.remaining
                 );
+                any_returned |= returned > 0;
+            }
+            if any_returned {
+                // The slack timer hands returned runtime to throttled CPUs (at once here; the
+                // kernel waits up to 5 ms to batch returns).
+                distribute(&mut pools, &mut cpus, &mut throttled_order, now, &mut events);
             }
         }
     }
@@ -720,8 +763,8 @@ mod tests {
     fn all_and_mainline_need_writes_and_blocking_to_differ() {
         for period in [100 * MS, 10 * MS] {
             let run = |variant| simulate(&table_ii(3, period, 5 * MS, 4 * MS, 50, variant, 3)).unwrap();
-            assert_eq!(run(Variant::All).periods, run(Variant::Slush).periods);
-            assert_eq!(run(Variant::Mainline).periods, run(Variant::Baseline).periods);
+            assert_eq!(run(Variant::All), run(Variant::Slush));
+            assert_eq!(run(Variant::Mainline), run(Variant::Baseline));
         }
     }
 
@@ -799,6 +842,10 @@ mod tests {
         assert!(simulate(&config).unwrap_err().contains("duty cycle"));
         config.duty = None;
         config.update_every = Some(0);
-        assert!(simulate(&config).unwrap_err().contains("update_every"));
+        assert!(simulate(&config).unwrap_err().contains("--update-every"));
+        config.update_every = None;
+        config.duty = Some(Duty { run: 1, sleep: 1 });
+        config.periods = 1_000;
+        assert!(simulate(&config).unwrap_err().contains("at most 10^8"));
     }
 }

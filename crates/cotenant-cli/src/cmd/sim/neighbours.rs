@@ -65,7 +65,7 @@ fn policy(kind: PoolKind, cpus: u32, processes: u32) -> anyhow::Result<Policy> {
 /// any runs, so that a bad combination fails at once and not after an hour of simulation).
 fn host_config(case: &Case) -> anyhow::Result<HostConfig> {
     if case.service_ns == 0 {
-        bail!("--service-ms must be at least 1 ns (0.000001), got a service time of 0");
+        bail!("the service time rounds to 0 ns (--service-ms, or service_ms in the real run's file): it must be at least 0.000001 ms");
     }
     let policy = policy(case.kind, case.cpus, case.processes)?;
     // The lab's offered load: a fraction of the process's fair share of the CPUs.
