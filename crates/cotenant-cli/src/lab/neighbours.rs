@@ -409,6 +409,52 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Every configuration, in table order (settings, loads, process counts, pools).
+    pub fn keys(&self) -> impl Iterator<Item = Key> + '_ {
+        self.settings.iter().flat_map(move |&setting| {
+            self.loads.iter().flat_map(move |&load| {
+                self.processes.iter().flat_map(move |&processes| {
+                    self.pools.iter().map(move |&(kind, share_factor)| Key {
+                        setting,
+                        load,
+                        processes,
+                        kind,
+                        share_factor,
+                    })
+                })
+            })
+        })
+    }
+
+    /// Runs every configuration `repeats` times through `run(key, repeat)` (a real run or a
+    /// simulated one) and reduces them: the aggregates in table order, and a verdict per
+    /// (setting, load, P) once all its pools have run.
+    pub fn execute(
+        &self,
+        mut run: impl FnMut(&Key, u32) -> anyhow::Result<RunFigures>,
+    ) -> anyhow::Result<(Vec<Aggregate>, Vec<String>)> {
+        let mut aggregates = Vec::new();
+        let mut verdicts = Vec::new();
+        let keys: Vec<Key> = self.keys().collect();
+        for (i, key) in keys.iter().enumerate() {
+            let runs =
+                (0..self.repeats).map(|repeat| run(key, repeat)).collect::<anyhow::Result<Vec<_>>>()?;
+            aggregates.push(aggregate(*key, &runs));
+            let last_pool = keys.get(i + 1).is_none_or(|next| {
+                (next.setting, next.load, next.processes) != (key.setting, key.load, key.processes)
+            });
+            if last_pool {
+                let (setting, load, processes) = (key.setting, key.load, key.processes);
+                if let Some(v) = verdict(&aggregates, setting, load, processes)
+                    .or_else(|| go_verdict(&aggregates, setting, load, processes))
+                {
+                    verdicts.push(v);
+                }
+            }
+        }
+        Ok((aggregates, verdicts))
+    }
+
     /// The `neighbours` plan for `args` on `lab`'s host: P = 1..2×CPUs (quick: 1, 2), loads
     /// from `--load` (default 70 % and the 150 % overload), both settings when real cgroups
     /// exist.
@@ -563,71 +609,55 @@ fn calibrate_go(program: &std::path::Path, service_ms: f64) -> anyhow::Result<u3
 /// Runs `plan` and reduces it to an [`Outcome`] with tables, charts and verdicts.
 pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::Result<Outcome> {
     let mut outcome = Outcome::default();
-    let mut aggregates = Vec::new();
-    for &setting in &plan.settings {
-        for &load in &plan.loads {
-            for &processes in &plan.processes {
-                for &(kind, share_factor) in &plan.pools {
-                    let key = Key { setting, load, processes, kind, share_factor };
-                    let mut runs = Vec::new();
-                    for repeat in 0..plan.repeats {
-                        let config = RunConfig {
-                            processes,
-                            kind,
-                            share_factor,
-                            setting,
-                            load,
-                            service_ms: args.service_ms,
-                            duration_ms: plan.seconds * 1000,
-                            repeat,
-                            go_items: args.go_items,
-                            go_chunks: plan.go_chunks,
-                        };
-                        let busy_before = lab.quiet_check();
-                        eprintln!(
-                            "lab {title}: {}, load {:.0}%, P={processes}, {}, repeat {}/{}",
-                            setting.name(),
-                            load * 100.0,
-                            key.pool_name(),
-                            repeat + 1,
-                            plan.repeats
-                        );
-                        let reports = run_once(&config, lab.host.cpus, lab.layout.as_ref().ok())?;
-                        let figures = figures(&reports);
-                        runs.push(figures);
-                        let mut row = serde_json::Map::new();
-                        row.insert("setting".into(), setting.name().into());
-                        row.insert("load".into(), load.into());
-                        row.insert("processes".into(), processes.into());
-                        row.insert("pool".into(), key.pool_name().into());
-                        row.insert("repeat".into(), repeat.into());
-                        row.insert("seconds".into(), plan.seconds.into());
-                        row.insert("service_ms".into(), args.service_ms.into());
-                        if is_go(kind) {
-                            row.insert("go_items".into(), serde_json::to_value(args.go_items)?);
-                            row.insert("go_chunks".into(), plan.go_chunks.into());
-                        }
-                        row.insert("host_busy_cpus_before".into(), busy_before.into());
-                        row.insert("service_p99_us".into(), figures.service_p99_us.into());
-                        row.insert("service_max_us".into(), figures.service_max_us.into());
-                        row.insert("e2e_p99_us".into(), figures.e2e_p99_us.into());
-                        row.insert("throughput_per_s".into(), figures.throughput_per_s.into());
-                        row.insert("completed_fraction".into(), figures.completed_fraction.into());
-                        let targets: Vec<String> =
-                            reports.iter().map(|r| r.final_target.to_string()).collect();
-                        row.insert("final_targets".into(), targets.join(" ").into());
-                        outcome.rows.push(row);
-                    }
-                    aggregates.push(aggregate(key, &runs));
-                }
-                let found = verdict(&aggregates, setting, load, processes)
-                    .or_else(|| go_verdict(&aggregates, setting, load, processes));
-                if let Some(v) = found {
-                    outcome.verdicts.push(v);
-                }
-            }
+    let (aggregates, verdicts) = plan.execute(|key, repeat| {
+        let &Key { setting, load, processes, kind, share_factor } = key;
+        let config = RunConfig {
+            processes,
+            kind,
+            share_factor,
+            setting,
+            load,
+            service_ms: args.service_ms,
+            duration_ms: plan.seconds * 1000,
+            repeat,
+            go_items: args.go_items,
+            go_chunks: plan.go_chunks,
+        };
+        let busy_before = lab.quiet_check();
+        eprintln!(
+            "lab {title}: {}, load {:.0}%, P={processes}, {}, repeat {}/{}",
+            setting.name(),
+            load * 100.0,
+            key.pool_name(),
+            repeat + 1,
+            plan.repeats
+        );
+        let reports = run_once(&config, lab.host.cpus, lab.layout.as_ref().ok())?;
+        let figures = figures(&reports);
+        let mut row = serde_json::Map::new();
+        row.insert("setting".into(), setting.name().into());
+        row.insert("load".into(), load.into());
+        row.insert("processes".into(), processes.into());
+        row.insert("pool".into(), key.pool_name().into());
+        row.insert("repeat".into(), repeat.into());
+        row.insert("seconds".into(), plan.seconds.into());
+        row.insert("service_ms".into(), args.service_ms.into());
+        if is_go(kind) {
+            row.insert("go_items".into(), serde_json::to_value(args.go_items)?);
+            row.insert("go_chunks".into(), plan.go_chunks.into());
         }
-    }
+        row.insert("host_busy_cpus_before".into(), busy_before.into());
+        row.insert("service_p99_us".into(), figures.service_p99_us.into());
+        row.insert("service_max_us".into(), figures.service_max_us.into());
+        row.insert("e2e_p99_us".into(), figures.e2e_p99_us.into());
+        row.insert("throughput_per_s".into(), figures.throughput_per_s.into());
+        row.insert("completed_fraction".into(), figures.completed_fraction.into());
+        let targets: Vec<String> = reports.iter().map(|r| r.final_target.to_string()).collect();
+        row.insert("final_targets".into(), targets.join(" ").into());
+        outcome.rows.push(row);
+        Ok(figures)
+    })?;
+    outcome.verdicts = verdicts;
     outcome.report = table(&aggregates);
     outcome.charts = charts(&aggregates, plan);
     outcome.summary = serde_json::to_value(&aggregates)?;

@@ -16,7 +16,7 @@ use serde_json::json;
 use super::ns;
 use crate::args::{PoolKind, SettingArg, SimNeighboursArgs, SimValidateArgs};
 use crate::lab::neighbours::{
-    aggregate, charts, figures_of, table, verdict, Aggregate, Key, Plan, RunFigures, Setting,
+    aggregate, charts, figures_of, table, Aggregate, Key, Plan, RunFigures, Setting,
 };
 use crate::lab::worker::SummaryRow;
 use crate::lab::Outcome;
@@ -186,49 +186,30 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         seed: args.seed.wrapping_add(u64::from(repeat)),
     };
     // Every configuration is checked before the first runs.
-    for &setting in &plan.settings {
-        for &load in &plan.loads {
-            for &processes in &plan.processes {
-                for &(kind, _) in &plan.pools {
-                    host_config(&case(setting, load, processes, kind, 0))?;
-                }
-            }
-        }
+    for key in plan.keys() {
+        host_config(&case(key.setting, key.load, key.processes, key.kind, 0))?;
     }
     let mut outcome = Outcome::default();
-    let mut aggregates = Vec::new();
     let mut wall_most = Duration::ZERO;
-    for &setting in &plan.settings {
-        for &load in &plan.loads {
-            for &processes in &plan.processes {
-                for &(kind, share_factor) in &plan.pools {
-                    let key = Key { setting, load, processes, kind, share_factor };
-                    let mut runs = Vec::new();
-                    for repeat in 0..plan.repeats {
-                        let case = case(setting, load, processes, kind, repeat);
-                        let sim = simulate(&case)?;
-                        wall_most = wall_most.max(sim.wall);
-                        eprintln!(
-                            "sim neighbours: {} CPUs, {}, load {:.0}%, P={processes}, {}, seed {}: {} events in {:.3} s",
-                            args.cpus,
-                            setting.name(),
-                            load * 100.0,
-                            key.pool_name(),
-                            case.seed,
-                            sim.events,
-                            sim.wall.as_secs_f64()
-                        );
-                        outcome.rows.push(row(&case, &key, &sim));
-                        runs.push(sim.figures);
-                    }
-                    aggregates.push(aggregate(key, &runs));
-                }
-                if let Some(v) = verdict(&aggregates, setting, load, processes) {
-                    outcome.verdicts.push(v);
-                }
-            }
-        }
-    }
+    let (aggregates, verdicts) = plan.execute(|key, repeat| {
+        let case = case(key.setting, key.load, key.processes, key.kind, repeat);
+        let sim = simulate(&case)?;
+        wall_most = wall_most.max(sim.wall);
+        eprintln!(
+            "sim neighbours: {} CPUs, {}, load {:.0}%, P={}, {}, seed {}: {} events in {:.3} s",
+            args.cpus,
+            key.setting.name(),
+            key.load * 100.0,
+            key.processes,
+            key.pool_name(),
+            case.seed,
+            sim.events,
+            sim.wall.as_secs_f64()
+        );
+        outcome.rows.push(row(&case, key, &sim));
+        Ok(sim.figures)
+    })?;
+    outcome.verdicts = verdicts;
     let _ = write!(
         outcome.report,
         "Simulated host: {} CPUs ({MODEL}). Each process: a pool of {} threads and Poisson arrivals of \
