@@ -80,10 +80,10 @@ fn rusage() -> (f64, u64) {
     (seconds(usage.ru_utime) + seconds(usage.ru_stime), (usage.ru_nvcsw + usage.ru_nivcsw) as u64)
 }
 
-/// The host's context switches since boot (`/proc/stat` `ctxt`).
+/// The host's context switches since boot (`/proc/stat` `ctxt`); `None` when unreadable.
 fn host_switches() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
-    text.lines().find_map(|line| line.strip_prefix("ctxt ")).and_then(|n| n.trim().parse().ok())
+    cotenant::procfs::stat::parse(&text).ok()?.context_switches
 }
 
 fn run_once(

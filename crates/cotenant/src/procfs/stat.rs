@@ -15,6 +15,7 @@ const FORMAT: &str = "/proc/stat";
 const CPU_PREFIX: &str = "cpu";
 const PROCS_RUNNING: &str = "procs_running";
 const PROCS_BLOCKED: &str = "procs_blocked";
+const CONTEXT_SWITCHES: &str = "ctxt";
 
 /// The fields of a `cpuN` line, in order. [`CpuTimes`] keeps the first eight.
 const CPU_FIELDS: [&str; 10] =
@@ -73,10 +74,12 @@ pub struct Stat {
     pub procs_running: Option<u64>,
     /// Threads blocked waiting for I/O right now (`procs_blocked`); `None` when the line is absent.
     pub procs_blocked: Option<u64>,
+    /// Context switches on all CPUs since boot (`ctxt`); `None` when the line is absent.
+    pub context_switches: Option<u64>,
 }
 
-/// Parses the whole file: the `cpuN` lines and `procs_running` and `procs_blocked`. Every other
-/// line (the all-CPU `cpu` line, `intr`, `ctxt`, `btime`, `processes`, `softirq`, ...) is ignored
+/// Parses the whole file: the `cpuN` lines, `ctxt`, `procs_running` and `procs_blocked`. Every
+/// other line (the all-CPU `cpu` line, `intr`, `btime`, `processes`, `softirq`, ...) is ignored
 /// unread. A text with no `cpuN` line is an error.
 pub fn parse(text: &str) -> Result<Stat, ParseError> {
     let mut stat = Stat::default();
@@ -86,6 +89,7 @@ pub fn parse(text: &str) -> Result<Stat, ParseError> {
         match key {
             PROCS_RUNNING => stat.procs_running = Some(number(key, rest, line)?),
             PROCS_BLOCKED => stat.procs_blocked = Some(number(key, rest, line)?),
+            CONTEXT_SWITCHES => stat.context_switches = Some(number(key, rest, line)?),
             _ => {
                 if let Some(id) = cpu_id(key, line)? {
                     stat.per_cpu.push((id, parse_times(rest, line)?));
@@ -185,13 +189,14 @@ softirq 3307 0 1019 2 135 0 0 1 1263 0 887
         let cpu1 = stat.per_cpu[1].1;
         assert_eq!((cpu1.busy(), cpu1.idle_total()), (24472 + 16585 + 107 + 29, 351732 + 1381));
         assert_eq!((stat.procs_running, stat.procs_blocked), (Some(1), Some(0)));
+        assert_eq!(stat.context_switches, Some(26180429));
     }
 
     #[test]
     fn keeps_gaps_in_cpu_ids() {
         let stat = parse("cpu  2 0 2 8\ncpu0 1 0 1 4\ncpu2 1 0 1 4\n").unwrap();
         assert_eq!(stat.per_cpu.iter().map(|(id, _)| *id).collect::<Vec<_>>(), vec![0, 2]);
-        assert_eq!((stat.procs_running, stat.procs_blocked), (None, None));
+        assert_eq!((stat.procs_running, stat.procs_blocked, stat.context_switches), (None, None, None));
     }
 
     #[test]
@@ -222,6 +227,7 @@ softirq 3307 0 1019 2 135 0 0 1 1263 0 887
             ("procs_running many", "procs_running"),
             ("procs_blocked", "procs_blocked"),
             ("procs_running 1 2", "procs_running"),
+            ("ctxt -1", "ctxt"),
         ] {
             let err = parse(&format!("cpu0 1 2 3 4\n{bad}\nintr 1\n")).unwrap_err();
             assert_eq!(err.excerpt(), bad, "{err}");
