@@ -555,6 +555,9 @@ pub enum PoolKind {
     Share,
     /// cotenant's adaptive policy.
     Adaptive,
+    /// cotenant's adaptive policy sharing the host's CPU tokens with the other processes
+    /// (`Builder::host_tokens`): never more tasks running at once than CPUs among them.
+    Tokens,
     /// fixed(--fixed-threads): a pool sized by hand (the quota and overcommit experiments).
     Fixed,
     // The Go worker's kinds (`go-neighbours`): not pools of `lab-worker`, so not on its
@@ -601,6 +604,9 @@ pub struct LabWorkerArgs {
     /// Workers of a `fixed` pool.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub fixed_threads: Option<u32>,
+    /// The host token set a `tokens` pool shares (`cotenant::tokens::HostTokens::open`).
+    #[arg(long)]
+    pub tokens_name: Option<String>,
     /// The pool's OS threads (default: the CPUs this process may use).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,

@@ -100,13 +100,16 @@ fn neighbours_quick_runs_every_pool_kind_in_both_settings() {
     let results = smoke("neighbours", &[]);
     let rows = results["rows"].as_array().unwrap();
     let settings = if layout().is_ok() { 2 } else { 1 };
-    assert_eq!(rows.len(), settings * 2 * 4, "settings × P = 1, 2 × four pool kinds");
+    assert_eq!(rows.len(), settings * 2 * 5, "settings × P = 1, 2 × five pool kinds");
+    assert!(rows.iter().any(|row| row["pool"] == "tokens"), "the tokens kind ran");
+    assert!(!cotenant::tokens::HostTokens::exists("cotenant-lab"), "the lab removed its token set");
     for row in rows {
         assert_eq!(row["completed_fraction"], 1.0, "every offered item ran: {row}");
         assert!(row["service_p99_us"].as_f64().unwrap() > 0.0);
         assert!(row["host_busy_cpus_before"].is_number(), "the quiet check is recorded: {row}");
     }
-    assert_eq!(results["verdicts"].as_array().unwrap().len(), settings * 2);
+    // Adaptive's line and tokens' line for each setting and P.
+    assert_eq!(results["verdicts"].as_array().unwrap().len(), settings * 2 * 2);
 }
 
 /// Whether the lab can find a Go toolchain (where `gobuild.rs` looks).
@@ -317,7 +320,9 @@ fn factor_headline_and_burst_quick_produce_verdicts() {
             continue;
         }
         let results = smoke(experiment, &[]);
-        assert_eq!(results["verdicts"].as_array().unwrap().len(), 1, "{experiment}: {results}");
+        // headline runs the tokens kind too: its own line.
+        let lines = if experiment == "headline" { 2 } else { 1 };
+        assert_eq!(results["verdicts"].as_array().unwrap().len(), lines, "{experiment}: {results}");
     }
 }
 

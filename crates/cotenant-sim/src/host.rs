@@ -118,6 +118,10 @@ pub struct ProcessConfig {
     pub service: u64,
     /// How arrivals are spaced.
     pub arrivals: Arrivals,
+    /// Its workers hold one of the host's CPU tokens while they run a task (`cotenant::tokens`:
+    /// as many tokens as CPUs, shared by every process that uses them, handed on in FIFO
+    /// order). A worker that finds none sleeps until one is handed to it.
+    pub uses_tokens: bool,
 }
 
 /// A simulation's inputs.
@@ -262,8 +266,23 @@ impl Level {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ThreadState {
     Parked,
+    /// Holding a task, asleep until a CPU token is handed to it.
+    Blocked,
     Waiting,
     Running(u32),
+}
+
+/// The start of an item taken but not yet run.
+const NOT_STARTED: u64 = u64::MAX;
+
+/// What a worker that is about to run does next.
+enum Claim {
+    /// It holds a task (and a token, if its process uses them): run it.
+    Run,
+    /// No task for it: park.
+    Park,
+    /// It holds a task but no token: sleep until one is handed to it.
+    Block,
 }
 
 #[derive(Debug, Clone)]
@@ -275,6 +294,8 @@ struct Thread {
     remaining: u64,
     /// The current item's intended arrival and start (`None`: woken, not yet running a task).
     item: Option<(u64, u64)>,
+    /// Holds one of the host's CPU tokens.
+    token: bool,
 }
 
 /// A competitor at the upper level: a process (`Fairness::Processes`) or the whole host.
@@ -376,6 +397,10 @@ struct Sim {
     events: u64,
     period: u64,
     warmup: u64,
+    /// The host's CPU tokens nobody holds (as many as CPUs at the start).
+    tokens_free: u32,
+    /// Threads asleep waiting for a token, first come first served.
+    token_waiters: VecDeque<u32>,
 }
 
 /// Runs the simulation.
@@ -416,6 +441,7 @@ impl Sim {
                 vruntime: 0,
                 remaining: 0,
                 item: None,
+                token: false,
             }));
             let start = p.policy.fixed_target().map_or(p.threads, |n| n.min(p.threads as usize) as u32);
             processes.push(Process {
@@ -460,6 +486,8 @@ impl Sim {
             events: 0,
             period: config.period,
             warmup: config.warmup,
+            tokens_free: m,
+            token_waiters: VecDeque::new(),
         };
         let mut controller_phases = SplitMix64::stream(config.seed, u64::MAX - 1);
         for p in 0..sim.processes.len() {
@@ -642,14 +670,14 @@ impl Sim {
     /// below the target). `false`: nothing for it, it must park.
     fn take_item(&mut self, thread: u32) -> bool {
         let (index, p) = self.worker(thread);
-        let now = self.now;
         let proc = &mut self.processes[p];
         if index >= proc.state.target {
             return false;
         }
         let Some(arrived) = proc.queue.pop_front() else { return false };
         let t = &mut self.threads[thread as usize];
-        t.item = Some((arrived, now));
+        // Started when it first runs (a worker may block for a token in between).
+        t.item = Some((arrived, NOT_STARTED));
         t.remaining = proc.config.service;
         true
     }
@@ -658,6 +686,61 @@ impl Sim {
     fn start_holding(&mut self, thread: u32) {
         let (_, p) = self.worker(thread);
         self.processes[p].holding.change(self.now, true);
+    }
+
+    /// What `thread`, about to run, does: run the task it holds (it holds a token too), or
+    /// take the first queued task and a token, park without a task, or block without a token.
+    fn claim(&mut self, thread: u32) -> Claim {
+        if self.threads[thread as usize].item.is_none() {
+            if !self.take_item(thread) {
+                return Claim::Park;
+            }
+            self.start_holding(thread);
+        }
+        let now = self.now;
+        let t = &mut self.threads[thread as usize];
+        let uses_tokens = self.processes[t.process as usize].config.uses_tokens;
+        if uses_tokens && !t.token {
+            if self.tokens_free == 0 {
+                self.token_waiters.push_back(thread);
+                return Claim::Block;
+            }
+            self.tokens_free -= 1;
+            t.token = true;
+        }
+        if let Some((_, started)) = t.item.as_mut() {
+            if *started == NOT_STARTED {
+                *started = now;
+            }
+        }
+        Claim::Run
+    }
+
+    /// `thread` (neither running nor waiting), holding a task, sleeps until a token comes.
+    fn block(&mut self, thread: u32) {
+        self.threads[thread as usize].state = ThreadState::Blocked;
+        let g = self.group_of(thread);
+        self.groups[g].runnable -= 1;
+    }
+
+    /// `thread` gives its token back: to the first waiter (returned, to be woken by the caller
+    /// once the CPU the token came from is settled), or to the free ones.
+    fn release_token(&mut self, thread: u32) -> Option<u32> {
+        let t = &mut self.threads[thread as usize];
+        if !t.token {
+            return None;
+        }
+        t.token = false;
+        match self.token_waiters.pop_front() {
+            Some(next) => {
+                self.threads[next as usize].token = true;
+                Some(next)
+            }
+            None => {
+                self.tokens_free += 1;
+                None
+            }
+        }
     }
 
     /// `thread` (neither running nor waiting) parks.
@@ -674,15 +757,14 @@ impl Sim {
     fn pick_next(&mut self, cpu: u32) {
         while let Some((_, thread)) = self.first_waiting() {
             self.dequeue(thread);
-            let holding = self.threads[thread as usize].item.is_some();
-            if holding || self.take_item(thread) {
-                if !holding {
-                    self.start_holding(thread);
+            match self.claim(thread) {
+                Claim::Run => {
+                    self.dispatch(cpu, thread);
+                    return;
                 }
-                self.dispatch(cpu, thread);
-                return;
+                Claim::Park => self.park(thread),
+                Claim::Block => self.block(thread),
             }
-            self.park(thread);
         }
         self.idle.push(cpu);
     }
@@ -763,12 +845,16 @@ impl Sim {
         t.vruntime = t.vruntime.max(floor);
         t.state = ThreadState::Waiting;
         if let Some(cpu) = self.idle.pop() {
-            if self.take_item(thread) {
-                self.start_holding(thread);
-                self.dispatch(cpu, thread);
-            } else {
-                self.idle.push(cpu);
-                self.park(thread);
+            match self.claim(thread) {
+                Claim::Run => self.dispatch(cpu, thread),
+                Claim::Park => {
+                    self.idle.push(cpu);
+                    self.park(thread);
+                }
+                Claim::Block => {
+                    self.idle.push(cpu);
+                    self.block(thread);
+                }
             }
             return;
         }
@@ -861,20 +947,34 @@ impl Sim {
         proc.completed += 1;
         proc.last_end = now;
         self.outstanding -= 1;
-        if self.take_item(thread) {
-            // The worker takes the next task without leaving the CPU.
-            self.rekey(cpu);
-            let service = self.threads[thread as usize].remaining;
-            let c = &mut self.cpus[cpu as usize];
-            c.generation += 1;
-            let generation = c.generation;
-            self.push(now + service, Event::Done(cpu, generation));
-            return;
-        }
+        // The token goes back after every task, so that a waiter gets it first (FIFO).
+        let handed = self.release_token(thread);
+        // The busy stretch ends here; `claim` starts another at once if it takes a task.
         self.processes[p].holding.change(now, false);
-        self.undispatch(cpu);
-        self.park(thread);
-        self.pick_next(cpu);
+        match self.claim(thread) {
+            Claim::Run => {
+                // The worker takes the next task without leaving the CPU.
+                self.rekey(cpu);
+                let service = self.threads[thread as usize].remaining;
+                let c = &mut self.cpus[cpu as usize];
+                c.generation += 1;
+                let generation = c.generation;
+                self.push(now + service, Event::Done(cpu, generation));
+            }
+            Claim::Park => {
+                self.undispatch(cpu);
+                self.park(thread);
+                self.pick_next(cpu);
+            }
+            Claim::Block => {
+                self.undispatch(cpu);
+                self.block(thread);
+                self.pick_next(cpu);
+            }
+        }
+        if let Some(next) = handed {
+            self.wake(next);
+        }
     }
 
     /// Step W of the pool's protocol: a task was queued; wake the lowest-index parked worker
@@ -982,7 +1082,7 @@ mod tests {
     use super::*;
 
     fn process(policy: Policy, threads: u32, rate: f64, service: u64, arrivals: Arrivals) -> ProcessConfig {
-        ProcessConfig { policy, threads, rate, service, arrivals }
+        ProcessConfig { policy, threads, rate, service, arrivals, uses_tokens: false }
     }
 
     fn host(cpus: u32, fairness: Fairness, processes: Vec<ProcessConfig>, duration: u64) -> HostConfig {
@@ -1117,6 +1217,30 @@ mod tests {
             assert!(median_p99(&ignorant) >= 5 * median_p99(&adaptive), "{cell}");
             assert!(worst(&ignorant) as f64 >= max_cut * worst(&adaptive) as f64, "{cell}");
             assert!(throughput(&adaptive) >= 0.95 * throughput(&ignorant), "{cell}");
+        }
+    }
+
+    #[test]
+    fn with_host_tokens_no_item_waits_for_a_cpu_and_none_is_lost() {
+        // Every process shares the host's CPU tokens (`cotenant::tokens`): at most 16 items run
+        // at once, so each runs on a CPU of its own from start to end, in either setting and
+        // even in overload; the pools stay work-conserving, so throughput is ignorant's.
+        for (fairness, load) in
+            [(Fairness::Threads, 1.0), (Fairness::Processes, 1.0), (Fairness::Threads, 1.5)]
+        {
+            let ignorant = simulate(&figure_7(16, 8, &Policy::fixed(16), load, fairness)).unwrap();
+            let mut config = figure_7(16, 8, &Policy::adaptive(), load, fairness);
+            for p in &mut config.processes {
+                p.uses_tokens = true;
+            }
+            let tokens = simulate(&config).unwrap();
+            let cell = format!("{fairness:?} at {load}");
+            assert_eq!(worst(&tokens), 5 * MS, "{cell}: an item waited for a CPU");
+            assert!(worst(&ignorant) >= 10 * worst(&tokens), "{cell}");
+            assert!(throughput(&tokens) >= 0.99 * throughput(&ignorant), "{cell}");
+            let offered: u64 = tokens.processes.iter().map(|p| p.offered).sum();
+            let completed: u64 = tokens.processes.iter().map(|p| p.completed).sum();
+            assert_eq!(offered, completed, "{cell}: every item ran");
         }
     }
 

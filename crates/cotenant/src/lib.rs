@@ -21,6 +21,7 @@
 //! | [`metrics`] | [`Metrics`]: a pool's counters, Display and Prometheus text |
 //! | [`health`] | seed 002's four pool health alerts over a sliding window (pure) |
 //! | [`sizing`] | pool sizes for work that waits: the utilisation formula, Little's law (seed 002) |
+//! | [`tokens`] | host CPU tokens: cooperating pools never run more tasks at once than CPUs |
 //! | [`wait`] | adaptive waiting: [`wait::Backoff`], [`wait::Signal`], [`wait::Event`] (seed 004) |
 //! | [`procfs`] | pure parsers for the `/proc` and cgroup-fs formats (no I/O) |
 
@@ -38,6 +39,8 @@ pub mod procfs;
 pub mod sampler;
 pub mod sizing;
 mod sync;
+#[cfg(not(loom))]
+pub mod tokens;
 pub mod wait;
 
 pub use cpus::{CpuBudget, Rounding};

@@ -43,6 +43,9 @@ pub struct Metrics {
     /// Counter: workers woken beyond the target because a task waited while a CPU was idle
     /// (borrowing, `Policy::adaptive`).
     pub borrows: u64,
+    /// Counter: tasks run without a host CPU token because none came within the wait limit
+    /// (a pool built with [`host_tokens`](crate::Builder::host_tokens); `crate::tokens`).
+    pub token_timeouts: u64,
     /// The CPU budget's counters, for a pool built with
     /// [`cpu_budget`](crate::Builder::cpu_budget).
     pub budget: Option<BudgetMetrics>,
@@ -111,7 +114,7 @@ impl Metrics {
     /// The metrics in the Prometheus text exposition format, labelled `pool="<pool>"`.
     pub fn to_prometheus(&self, pool: &str) -> String {
         let label = pool.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-        let rows: [(&str, &str, &str, u64); 12] = [
+        let rows: [(&str, &str, &str, u64); 13] = [
             ("threads", "gauge", "OS threads the pool started", self.threads as u64),
             ("target", "gauge", "workers allowed to run", self.target as u64),
             ("running", "gauge", "workers running tasks", self.running as u64),
@@ -124,6 +127,12 @@ impl Metrics {
             ("decisions_total", "counter", "controller decisions", self.decisions),
             ("sample_errors_total", "counter", "periods whose sampling failed", self.sample_errors),
             ("borrows_total", "counter", "workers woken beyond the target onto an idle CPU", self.borrows),
+            (
+                "token_timeouts_total",
+                "counter",
+                "tasks run without a host CPU token (none came in time)",
+                self.token_timeouts,
+            ),
         ];
         let budget_rows = self.budget.map(|b| {
             [
@@ -216,6 +225,9 @@ impl fmt::Display for Metrics {
             self.sample_errors,
             self.borrows
         )?;
+        if self.token_timeouts > 0 {
+            write!(f, ", {} host-token timeouts", self.token_timeouts)?;
+        }
         if let Some(b) = self.budget {
             write!(
                 f,

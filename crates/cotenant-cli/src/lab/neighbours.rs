@@ -25,7 +25,8 @@ use super::{Chart, Lab, Outcome, Series};
 use crate::args::{GoItems, LabArgs, PoolKind};
 
 /// Every pool kind, in table order.
-pub const KINDS: [PoolKind; 4] = [PoolKind::Ignorant, PoolKind::Optimal, PoolKind::Share, PoolKind::Adaptive];
+pub const KINDS: [PoolKind; 5] =
+    [PoolKind::Ignorant, PoolKind::Optimal, PoolKind::Share, PoolKind::Adaptive, PoolKind::Tokens];
 
 /// Where the processes of a run live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -103,6 +104,35 @@ fn go_worker_args(config: &RunConfig, cpus: u32) -> Vec<String> {
     args
 }
 
+/// The token set of a `tokens` run: one token per CPU, removed when the run ends however it
+/// ends (an interrupted lab leaves it behind; the next run replaces it).
+struct LabTokens(Option<cotenant::tokens::HostTokens>);
+
+/// The name of the lab's token set (`lab clean` removes it too).
+pub const LAB_TOKENS: &str = "cotenant-lab";
+
+impl LabTokens {
+    fn create(cpus: u32) -> anyhow::Result<LabTokens> {
+        use cotenant::tokens::HostTokens;
+        let open = || HostTokens::open(LAB_TOKENS, cpus).context("creating the lab's host token set");
+        let mut tokens = open()?;
+        if tokens.count() != cpus || tokens.available()? != cpus {
+            // Left by an interrupted run (or sized for another CPU count): start afresh.
+            tokens.remove()?;
+            tokens = open()?;
+        }
+        Ok(LabTokens(Some(tokens)))
+    }
+}
+
+impl Drop for LabTokens {
+    fn drop(&mut self) {
+        if let Some(Err(e)) = self.0.take().map(|tokens| tokens.remove()) {
+            eprintln!("lab: {e}");
+        }
+    }
+}
+
 fn is_go(kind: PoolKind) -> bool {
     matches!(kind, PoolKind::GoDefault | PoolKind::GoOptimal | PoolKind::GoCotenant)
 }
@@ -125,6 +155,12 @@ pub fn run_once(config: &RunConfig, cpus: u32, layout: Option<&Layout>) -> anyho
         "--seed".to_owned(),
         config.repeat.to_string(),
     ];
+    // A `tokens` run's processes share a token set for its duration (removed when it ends).
+    let tokens = if config.kind == PoolKind::Tokens { Some(LabTokens::create(cpus)?) } else { None };
+    let mut args = args;
+    if tokens.is_some() {
+        args.extend(["--tokens-name".to_owned(), LAB_TOKENS.to_owned()]);
+    }
     // The cgroups live until the run ends (dropped after the workers are reaped).
     let mut cgroups = Vec::new();
     if let Some(layout) = layout {
@@ -174,6 +210,7 @@ pub fn kind_name(kind: PoolKind) -> &'static str {
         PoolKind::Optimal => "optimal",
         PoolKind::Share => "share",
         PoolKind::Adaptive => "adaptive",
+        PoolKind::Tokens => "tokens",
         PoolKind::Fixed => "fixed",
         PoolKind::GoDefault => "go default",
         PoolKind::GoOptimal => "go CPUs/P",
@@ -328,12 +365,25 @@ fn find_kind(
 /// The verdict line for one setting, load and P: adaptive against ignorant and optimal (and
 /// share's throughput under overload), from the medians.
 pub fn verdict(aggregates: &[Aggregate], setting: Setting, load: f64, processes: u32) -> Option<String> {
+    verdict_of(PoolKind::Adaptive, aggregates, setting, load, processes)
+}
+
+/// [`verdict`]'s line for `subject` (adaptive, or tokens: adaptive with host CPU tokens) in
+/// the place of adaptive.
+pub fn verdict_of(
+    subject: PoolKind,
+    aggregates: &[Aggregate],
+    setting: Setting,
+    load: f64,
+    processes: u32,
+) -> Option<String> {
     let find = |kind| find_kind(aggregates, setting, load, processes, kind);
-    let (adaptive, ignorant) = (find(PoolKind::Adaptive)?, find(PoolKind::Ignorant)?);
+    let (adaptive, ignorant) = (find(subject)?, find(PoolKind::Ignorant)?);
     let mut line = format!(
-        "{}, load {:.0}%, P={processes}: adaptive service p99 {:.2}x ignorant's",
+        "{}, load {:.0}%, P={processes}: {} service p99 {:.2}x ignorant's",
         setting.name(),
         load * 100.0,
+        kind_name(subject),
         ratio(adaptive.median.service_p99_us, ignorant.median.service_p99_us)
     );
     if let Some(optimal) = find(PoolKind::Optimal) {
@@ -450,6 +500,7 @@ impl Plan {
                 {
                     verdicts.push(v);
                 }
+                verdicts.extend(verdict_of(PoolKind::Tokens, &aggregates, setting, load, processes));
             }
         }
         Ok((aggregates, verdicts))
@@ -533,7 +584,7 @@ impl Plan {
     }
 
     /// `headline` (what `make demo` runs): P = 2, every process offered its whole fair share,
-    /// one cgroup, the four pool kinds, 3 repeats of 4 s: about 70 s.
+    /// one cgroup, the five pool kinds, 3 repeats of 4 s: about 90 s.
     pub fn headline(_lab: &Lab, args: &LabArgs) -> Plan {
         Plan {
             settings: vec![Setting::OneCgroup],

@@ -157,7 +157,7 @@ pub fn build_pool(args: &LabWorkerArgs, cpus: usize) -> anyhow::Result<cotenant:
         PoolKind::Ignorant => cotenant::Policy::fixed(cpus),
         PoolKind::Optimal => cotenant::Policy::fixed((cpus / processes).max(1)),
         PoolKind::Share => cotenant::Policy::share(args.share_factor),
-        PoolKind::Adaptive => cotenant::Policy::adaptive(),
+        PoolKind::Adaptive | PoolKind::Tokens => cotenant::Policy::adaptive(),
         PoolKind::Fixed => match args.fixed_threads {
             Some(n) => cotenant::Policy::fixed(n as usize),
             None => bail!("--pool fixed needs --fixed-threads"),
@@ -173,6 +173,11 @@ pub fn build_pool(args: &LabWorkerArgs, cpus: usize) -> anyhow::Result<cotenant:
     };
     let mut builder =
         cotenant::Pool::builder().policy(policy).threads(threads).queue_capacity(1 << 16).name("lab");
+    if args.pool == PoolKind::Tokens {
+        let Some(name) = &args.tokens_name else { bail!("--pool tokens needs --tokens-name") };
+        let count = u32::try_from(cpus).unwrap_or(u32::MAX).min(cotenant::tokens::MAX_TOKENS);
+        builder = builder.host_tokens(std::sync::Arc::new(cotenant::tokens::HostTokens::open(name, count)?));
+    }
     if let Some(cpus) = args.cpu_budget {
         builder = builder
             .cpu_budget(cpus, Duration::from_millis(args.budget_period_ms))

@@ -172,6 +172,8 @@ pub struct Builder {
     cpu_budget: Option<(f64, Duration)>,
     budget_slush: bool,
     elastic: Option<ElasticConfig>,
+    #[cfg(not(loom))]
+    host_tokens: Option<Arc<crate::tokens::HostTokens>>,
 }
 
 impl Default for Builder {
@@ -188,6 +190,8 @@ impl Default for Builder {
             cpu_budget: None,
             budget_slush: true,
             elastic: None,
+            #[cfg(not(loom))]
+            host_tokens: None,
         }
     }
 }
@@ -324,6 +328,29 @@ impl Builder {
         self
     }
 
+    /// Share the host's CPU tokens with the other pools that use the same set
+    /// ([`HostTokens`](crate::tokens::HostTokens)): a worker holds a token while it runs a task,
+    /// so that cooperating pools together never run more tasks at once than there are tokens
+    /// (one per CPU), and a token one pool frees goes at once to whichever pool waits
+    /// (`docs/host-tokens.md`). A worker that gets no token within a second runs its task
+    /// without one (its holders are blocked, not busy) and counts it in
+    /// [`Metrics::token_timeouts`]. For CPU-bound tasks: a task that blocks holds its token
+    /// (so not combinable with [`elastic`](Builder::elastic)). Default: no tokens.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let tokens = Arc::new(cotenant::tokens::HostTokens::private(2).unwrap());
+    /// let pool = cotenant::Pool::builder().host_tokens(tokens.clone()).build().unwrap();
+    /// assert_eq!(pool.spawn(|| 6 * 7).join().unwrap(), 42);
+    /// pool.shutdown();
+    /// assert_eq!(tokens.available().unwrap(), 2, "every token is back");
+    /// ```
+    #[cfg(not(loom))]
+    pub fn host_tokens(mut self, tokens: Arc<crate::tokens::HostTokens>) -> Self {
+        self.host_tokens = Some(tokens);
+        self
+    }
+
     /// Starts the threads (and registers with the controller unless the policy is fixed).
     pub fn build(self) -> Result<Pool, BuildError> {
         let invalid = |why: String| Err(BuildError::InvalidArgument(why));
@@ -345,6 +372,13 @@ impl Builder {
             };
             if let Some(conflict) = conflict {
                 return invalid(format!("elastic pools do not support {conflict}"));
+            }
+            #[cfg(not(loom))]
+            if self.host_tokens.is_some() {
+                return invalid(
+                    "elastic pools do not support host_tokens (their tasks block, and would hold CPU tokens while blocked)"
+                        .into(),
+                );
             }
         }
         let threads = match (self.elastic, self.threads, self.policy.fixed_target()) {
@@ -428,6 +462,9 @@ impl Builder {
             epoch: Instant::now(),
             #[cfg(not(loom))]
             budget,
+            #[cfg(not(loom))]
+            host_tokens: self.host_tokens.clone(),
+            token_timeouts: AtomicU64::new(0),
             #[cfg(not(loom))]
             elastic: self
                 .elastic
@@ -581,6 +618,11 @@ pub(crate) struct Shared {
     /// The user-space CPU budget, if the pool has one (`budget.rs`).
     #[cfg(not(loom))]
     pub(crate) budget: Option<Arc<budget::Budget>>,
+    /// The host's CPU tokens, if the pool shares them (`crate::tokens`).
+    #[cfg(not(loom))]
+    pub(crate) host_tokens: Option<Arc<crate::tokens::HostTokens>>,
+    /// Tasks run without a token because none came in time.
+    pub(crate) token_timeouts: AtomicU64,
     /// An elastic pool's settings and counters (`elastic.rs`).
     #[cfg(not(loom))]
     pub(crate) elastic: Option<elastic::Elastic>,
@@ -820,6 +862,7 @@ impl Shared {
             decisions: shared.decisions.load(Ordering::Relaxed),
             sample_errors: shared.sample_errors.load(Ordering::Relaxed),
             borrows: shared.borrows.load(Ordering::Relaxed),
+            token_timeouts: shared.token_timeouts.load(Ordering::Relaxed),
             #[cfg(not(loom))]
             budget: shared.budget.as_ref().map(|budget| crate::metrics::BudgetMetrics {
                 quota_ns: budget.bandwidth.quota_ns(),

@@ -53,9 +53,9 @@ fn policy(kind: PoolKind, cpus: u32, processes: u32) -> anyhow::Result<Policy> {
         PoolKind::Ignorant => Policy::fixed(cpus as usize),
         PoolKind::Optimal => Policy::fixed((cpus / processes).max(1) as usize),
         PoolKind::Share => Policy::share(1.0),
-        PoolKind::Adaptive => Policy::adaptive(),
+        PoolKind::Adaptive | PoolKind::Tokens => Policy::adaptive(),
         other => bail!(
-            "--pools: {} is not simulated (ignorant, optimal, share and adaptive are)",
+            "--pools: {} is not simulated (ignorant, optimal, share, adaptive and tokens are)",
             crate::lab::neighbours::kind_name(other)
         ),
     })
@@ -77,6 +77,7 @@ fn host_config(case: &Case) -> anyhow::Result<HostConfig> {
         rate,
         service: case.service_ns,
         arrivals: Arrivals::Poisson,
+        uses_tokens: case.kind == PoolKind::Tokens,
     };
     let config = HostConfig {
         cpus: case.cpus,

@@ -1,0 +1,384 @@
+//! Host CPU tokens: one per CPU, shared by every cotenant pool on the host that opts in
+//! ([`Builder::host_tokens`](crate::Builder::host_tokens)); a worker holds one while it runs a
+//! task and hands it back after. Cooperating pools then never run more tasks at once than the
+//! host has CPUs, and no pool has to guess its neighbours' demand from last period's counters:
+//! a token freed by one process goes to whichever process waits for one (first come, first
+//! served), at the instant it is freed. This is GNU make's jobserver applied to CPU-bound
+//! tasks, and what the simulator showed the adaptive policy alone cannot do on a host where
+//! every thread competes with every other one (`RESULTS.md`, "Host tokens").
+//!
+//! The tokens are a System V semaphore, because only it gives them back when a process dies
+//! holding some (`SEM_UNDO`: the kernel undoes a dead process's adjustments), and because the
+//! kernel completes waiting operations in arrival order when a token is freed (a releasing
+//! worker cannot take it straight back past a waiter). Its key is derived from a name and the
+//! user id, so only one user's processes share a set (no other user can hold our tokens). The
+//! set lives in the IPC namespace: processes in different containers do not share tokens
+//! unless the containers share it (`docker --ipc`, a pod's containers do).
+//!
+//! A token that does not come within the wait limit means its holders are blocked rather than
+//! busy (a task waiting for I/O or for another task while holding one): the worker then runs
+//! its task without a token, so a blocked holder slows cooperating pools down but cannot stall
+//! them. The set's three semaphores: the free tokens, a marker (`MAGIC`, so that a foreign set
+//! with the same key is refused), and the token count it was created with.
+
+use std::fmt;
+use std::io;
+use std::time::{Duration, Instant};
+
+/// The value of the marker semaphore in a set created by cotenant.
+const MAGIC: i32 = 0x0c07;
+/// The semaphores of a set: free tokens, marker, count.
+const NSEMS: i32 = 3;
+const SEM_TOKENS: u16 = 0;
+const SEM_MAGIC: u16 = 1;
+const SEM_COUNT: u16 = 2;
+/// The most tokens a set can hold (`SEMVMX`).
+pub const MAX_TOKENS: u32 = 32767;
+/// How long `open` waits for another process to finish creating the set.
+const INIT_WAIT: Duration = Duration::from_secs(2);
+
+/// A host's CPU tokens (see the module documentation).
+#[derive(Debug)]
+pub struct HostTokens {
+    semid: i32,
+    count: u32,
+    name: String,
+    /// Removed on drop (a private set: nobody else can find it).
+    private: bool,
+}
+
+/// What went wrong opening, using or removing a token set.
+#[derive(Debug)]
+pub struct TokensError(String);
+
+impl fmt::Display for TokensError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TokensError {}
+
+fn error(what: impl fmt::Display) -> TokensError {
+    TokensError(format!("host tokens: {what}"))
+}
+
+/// The System V key of the set `name` for user `uid` (FNV-1a; never `IPC_PRIVATE`, 0).
+pub fn key(name: &str, uid: u32) -> i32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in format!("cotenant-tokens/{name}/{uid}").bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    let key = hash as i32;
+    if key == libc::IPC_PRIVATE {
+        1
+    } else {
+        key
+    }
+}
+
+fn sembuf(num: u16, op: i16, flags: i32) -> libc::sembuf {
+    libc::sembuf { sem_num: num, sem_op: op, sem_flg: flags as i16 }
+}
+
+impl HostTokens {
+    /// Opens the token set `name` of this user, creating it with `count` tokens if nobody has
+    /// (the first process to open a set decides its count; [`count`](Self::count) tells). The
+    /// set outlives the processes (a kernel object, like a file); the tokens any of them held
+    /// come back when it exits. [`remove`](Self::remove) deletes it.
+    pub fn open(name: &str, count: u32) -> Result<HostTokens, TokensError> {
+        if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+            return Err(error(format!("name {name:?}: 1 to 200 printable characters")));
+        }
+        check_count(count)?;
+        // SAFETY: getuid cannot fail.
+        let key = key(name, unsafe { libc::getuid() });
+        // SAFETY: plain system calls on integers.
+        let created = unsafe { libc::semget(key, NSEMS, libc::IPC_CREAT | libc::IPC_EXCL | 0o600) };
+        if created >= 0 {
+            let tokens = HostTokens { semid: created, count, name: name.to_owned(), private: false };
+            tokens.initialise(count).map_err(|e| {
+                let _ = tokens.remove_set();
+                error(format!("initialising set {name:?}: {e}"))
+            })?;
+            return Ok(tokens);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EEXIST) {
+            return Err(error(format!("creating set {name:?} (semget): {err}")));
+        }
+        // SAFETY: as above.
+        let semid = unsafe { libc::semget(key, 0, 0) };
+        if semid < 0 {
+            return Err(error(format!("opening set {name:?} (semget): {}", io::Error::last_os_error())));
+        }
+        let mut tokens = HostTokens { semid, count: 0, name: name.to_owned(), private: false };
+        tokens.wait_until_initialised()?;
+        tokens.count = tokens.value(SEM_COUNT)?;
+        Ok(tokens)
+    }
+
+    /// Whether this user has a set named `name` (without creating it).
+    pub fn exists(name: &str) -> bool {
+        // SAFETY: plain system calls on integers.
+        unsafe { libc::semget(key(name, libc::getuid()), 0, 0) >= 0 }
+    }
+
+    /// A set of `count` tokens that only this process can use (tests, and pools in one
+    /// process that share tokens through clones of an `Arc`); removed when dropped.
+    pub fn private(count: u32) -> Result<HostTokens, TokensError> {
+        check_count(count)?;
+        // SAFETY: plain system call.
+        let semid = unsafe { libc::semget(libc::IPC_PRIVATE, NSEMS, 0o600) };
+        if semid < 0 {
+            return Err(error(format!("creating a private set (semget): {}", io::Error::last_os_error())));
+        }
+        let tokens = HostTokens { semid, count, name: "(private)".into(), private: true };
+        tokens.initialise(count).map_err(|e| error(format!("initialising a private set: {e}")))?;
+        Ok(tokens)
+    }
+
+    /// The set's first `semop` (it also stamps `sem_otime`, which tells openers it is ready).
+    /// Without `SEM_UNDO`: the tokens must stay when the creator exits.
+    fn initialise(&self, count: u32) -> io::Result<()> {
+        let mut ops = [
+            sembuf(SEM_TOKENS, count as i16, 0),
+            sembuf(SEM_MAGIC, MAGIC as i16, 0),
+            sembuf(SEM_COUNT, count as i16, 0),
+        ];
+        // SAFETY: `ops` is a valid array of `ops.len()` sembufs.
+        if unsafe { libc::semop(self.semid, ops.as_mut_ptr(), ops.len()) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn wait_until_initialised(&self) -> Result<(), TokensError> {
+        let start = Instant::now();
+        loop {
+            // SAFETY: semid_ds is plain data; IPC_STAT fills it.
+            let mut ds: libc::semid_ds = unsafe { std::mem::zeroed() };
+            // SAFETY: IPC_STAT takes a pointer to a semid_ds.
+            if unsafe { libc::semctl(self.semid, 0, libc::IPC_STAT, &mut ds as *mut libc::semid_ds) } < 0 {
+                return Err(error(format!("set {:?} (IPC_STAT): {}", self.name, io::Error::last_os_error())));
+            }
+            if ds.sem_otime != 0 {
+                if ds.sem_nsems != NSEMS as _ || self.value(SEM_MAGIC)? != MAGIC as u32 {
+                    return Err(error(format!(
+                        "set {:?}: its key is taken by a semaphore set that is not cotenant's; choose another name",
+                        self.name
+                    )));
+                }
+                return Ok(());
+            }
+            if start.elapsed() > INIT_WAIT {
+                return Err(error(format!(
+                    "set {:?} was created but never initialised (its creator died?); remove it with `cotenant tokens remove --name {}`",
+                    self.name, self.name
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn value(&self, num: u16) -> Result<u32, TokensError> {
+        // SAFETY: GETVAL takes no argument.
+        let value = unsafe { libc::semctl(self.semid, i32::from(num), libc::GETVAL) };
+        if value < 0 {
+            return Err(error(format!("set {:?} (GETVAL): {}", self.name, io::Error::last_os_error())));
+        }
+        Ok(value as u32)
+    }
+
+    /// The set's name (`"(private)"` for a private set).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tokens the set was created with.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// Tokens nobody holds right now.
+    pub fn available(&self) -> Result<u32, TokensError> {
+        self.value(SEM_TOKENS)
+    }
+
+    /// Threads waiting for a token right now.
+    pub fn waiting(&self) -> Result<u32, TokensError> {
+        // SAFETY: GETNCNT takes no argument.
+        let value = unsafe { libc::semctl(self.semid, i32::from(SEM_TOKENS), libc::GETNCNT) };
+        if value < 0 {
+            return Err(error(format!("set {:?} (GETNCNT): {}", self.name, io::Error::last_os_error())));
+        }
+        Ok(value as u32)
+    }
+
+    /// Takes a token, waiting at most `limit` (`Ok(false)`: none came in time). Interrupted
+    /// waits resume with the time left.
+    pub fn acquire(&self, limit: Duration) -> Result<bool, TokensError> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let timeout = libc::timespec {
+                tv_sec: left.as_secs().min(i64::MAX as u64) as libc::time_t,
+                tv_nsec: left.subsec_nanos() as libc::c_long,
+            };
+            let mut op = sembuf(SEM_TOKENS, -1, libc::SEM_UNDO);
+            // SAFETY: one valid sembuf and a valid timespec; libc has no semtimedop wrapper.
+            let rc = unsafe {
+                libc::syscall(
+                    libc::SYS_semtimedop,
+                    self.semid,
+                    &mut op as *mut libc::sembuf,
+                    1usize,
+                    &timeout,
+                )
+            };
+            if rc == 0 {
+                return Ok(true);
+            }
+            let err = io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EAGAIN) => return Ok(false),
+                Some(libc::EINTR) if !left.is_zero() => continue,
+                Some(libc::EINTR) => return Ok(false),
+                _ => return Err(error(format!("set {:?}: taking a token (semtimedop): {err}", self.name))),
+            }
+        }
+    }
+
+    /// Gives a token back (to the first waiter, if any).
+    pub fn release(&self) -> Result<(), TokensError> {
+        let mut op = sembuf(SEM_TOKENS, 1, libc::SEM_UNDO);
+        // SAFETY: one valid sembuf.
+        if unsafe { libc::semop(self.semid, &mut op, 1) } < 0 {
+            return Err(error(format!(
+                "set {:?}: giving a token back (semop): {}",
+                self.name,
+                io::Error::last_os_error()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Deletes the set: every process using it gets errors from then on (their pools run
+    /// without tokens). For a named set, when no cotenant process on the host uses it.
+    pub fn remove(self) -> Result<(), TokensError> {
+        let result = self.remove_set();
+        std::mem::forget(self);
+        result
+    }
+
+    fn remove_set(&self) -> Result<(), TokensError> {
+        // SAFETY: IPC_RMID takes no argument.
+        if unsafe { libc::semctl(self.semid, 0, libc::IPC_RMID) } < 0 {
+            return Err(error(format!(
+                "removing set {:?} (IPC_RMID): {}",
+                self.name,
+                io::Error::last_os_error()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for HostTokens {
+    fn drop(&mut self) {
+        if self.private {
+            let _ = self.remove_set();
+        }
+    }
+}
+
+fn check_count(count: u32) -> Result<(), TokensError> {
+    if count == 0 || count > MAX_TOKENS {
+        return Err(error(format!("count must be in 1..={MAX_TOKENS}, got {count}")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_set_hands_out_its_tokens_and_takes_them_back() {
+        let tokens = HostTokens::private(2).unwrap();
+        assert_eq!((tokens.count(), tokens.available().unwrap()), (2, 2));
+        assert!(tokens.acquire(Duration::ZERO).unwrap());
+        assert!(tokens.acquire(Duration::ZERO).unwrap());
+        assert_eq!(tokens.available().unwrap(), 0);
+        // None left: a zero wait says so at once rather than blocking.
+        assert!(!tokens.acquire(Duration::ZERO).unwrap());
+        tokens.release().unwrap();
+        assert_eq!(tokens.available().unwrap(), 1);
+        tokens.release().unwrap();
+        assert_eq!(tokens.available().unwrap(), 2);
+    }
+
+    #[test]
+    fn a_waiter_gets_the_token_a_holder_releases() {
+        let tokens = std::sync::Arc::new(HostTokens::private(1).unwrap());
+        assert!(tokens.acquire(Duration::ZERO).unwrap());
+        let waiter = {
+            let tokens = tokens.clone();
+            std::thread::spawn(move || tokens.acquire(Duration::from_secs(60)).unwrap())
+        };
+        // Released only once the waiter waits (GETNCNT), so that the handover is what is tested.
+        while tokens.waiting().unwrap() == 0 {
+            std::thread::yield_now();
+        }
+        tokens.release().unwrap();
+        assert!(waiter.join().unwrap());
+        assert_eq!(tokens.available().unwrap(), 0);
+    }
+
+    #[test]
+    fn bad_counts_and_names_are_refused_with_the_reason() {
+        for count in [0, MAX_TOKENS + 1] {
+            let e = HostTokens::private(count).unwrap_err().to_string();
+            assert!(e.contains("count must be in 1..=32767"), "{e}");
+        }
+        let e = HostTokens::open("", 2).unwrap_err().to_string();
+        assert!(e.contains("1 to 200 printable characters"), "{e}");
+    }
+
+    #[test]
+    fn a_named_set_is_shared_and_keeps_its_first_count() {
+        let name = format!("test-{}", std::process::id());
+        // Removes the set even if an assertion fails.
+        struct Remove(String);
+        impl Drop for Remove {
+            fn drop(&mut self) {
+                // SAFETY: plain system calls on integers.
+                unsafe {
+                    let semid = libc::semget(key(&self.0, libc::getuid()), 0, 0);
+                    if semid >= 0 {
+                        libc::semctl(semid, 0, libc::IPC_RMID);
+                    }
+                }
+            }
+        }
+        let _remove = Remove(name.clone());
+        let first = HostTokens::open(&name, 3).unwrap();
+        let second = HostTokens::open(&name, 8).unwrap();
+        assert_eq!(second.count(), 3);
+        assert!(second.acquire(Duration::ZERO).unwrap());
+        assert_eq!(first.available().unwrap(), 2);
+        second.release().unwrap();
+        drop(second);
+        assert!(HostTokens::exists(&name));
+        first.remove().unwrap();
+        assert!(!HostTokens::exists(&name));
+    }
+
+    #[test]
+    fn keys_differ_by_name_and_user_and_are_never_private() {
+        assert_ne!(key("default", 0), key("default", 1000));
+        assert_ne!(key("default", 0), key("lab", 0));
+        assert_ne!(key("default", 0), libc::IPC_PRIVATE);
+    }
+}

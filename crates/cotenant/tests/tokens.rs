@@ -1,0 +1,94 @@
+//! Pools sharing host CPU tokens (`cotenant::tokens`): never more tasks running at once than
+//! tokens, every task runs, every token comes back. Counts, not timings.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use cotenant::tokens::HostTokens;
+use cotenant::{Policy, Pool};
+
+/// Tracks how many tasks run at once, and the most ever.
+#[derive(Default)]
+struct Concurrency {
+    now: AtomicUsize,
+    most: AtomicUsize,
+}
+
+impl Concurrency {
+    fn task(&self) {
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        // Long enough that the other workers try to run meanwhile (CPU work, no sleep: a
+        // sleeping task would hold its token just the same, but this is what tokens are for).
+        let mut x = 0u64;
+        for i in 0..200_000u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        std::hint::black_box(x);
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn pools_sharing_tokens_never_run_more_tasks_at_once_than_tokens() {
+    let tokens = Arc::new(HostTokens::private(2).unwrap());
+    let concurrency = Arc::new(Concurrency::default());
+    let pools: Vec<Pool> = (0..3)
+        .map(|_| {
+            Pool::builder().policy(Policy::fixed(4)).threads(4).host_tokens(tokens.clone()).build().unwrap()
+        })
+        .collect();
+    let tasks: Vec<_> = (0..120)
+        .map(|i| {
+            let concurrency = concurrency.clone();
+            pools[i % 3].spawn(move || concurrency.task())
+        })
+        .collect();
+    for task in tasks {
+        task.join().unwrap();
+    }
+    let most = concurrency.most.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&most), "{most} tasks ran at once with 2 tokens");
+    let timeouts: u64 = pools.iter().map(|p| p.metrics().token_timeouts).sum();
+    assert_eq!(timeouts, 0);
+    for pool in &pools {
+        pool.shutdown();
+    }
+    assert_eq!(tokens.available().unwrap(), 2, "every token is back");
+}
+
+#[test]
+fn a_pool_whose_tokens_are_all_held_elsewhere_still_runs_its_tasks() {
+    // Every token held by someone who never gives it back (a blocked holder): the pool waits
+    // the limit once per task, then runs the task without one and counts it.
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    assert!(tokens.acquire(std::time::Duration::ZERO).unwrap());
+    let pool =
+        Pool::builder().policy(Policy::fixed(1)).threads(1).host_tokens(tokens.clone()).build().unwrap();
+    assert_eq!(pool.spawn(|| 7).join().unwrap(), 7);
+    assert_eq!(pool.metrics().token_timeouts, 1);
+    pool.shutdown();
+    tokens.release().unwrap();
+    assert_eq!(tokens.available().unwrap(), 1);
+}
+
+#[test]
+fn a_removed_set_leaves_the_pool_running_without_tokens() {
+    let name = format!("test-removed-{}", std::process::id());
+    let tokens = Arc::new(HostTokens::open(&name, 1).unwrap());
+    let pool =
+        Pool::builder().policy(Policy::fixed(2)).threads(2).host_tokens(tokens.clone()).build().unwrap();
+    assert_eq!(pool.spawn(|| 1).join().unwrap(), 1);
+    // Remove it through a second handle, as `cotenant tokens remove` would.
+    HostTokens::open(&name, 1).unwrap().remove().unwrap();
+    let results: Vec<i32> = (0..10).map(|i| pool.spawn(move || i)).map(|t| t.join().unwrap()).collect();
+    assert_eq!(results, (0..10).collect::<Vec<_>>());
+    pool.shutdown();
+}
+
+#[test]
+fn an_elastic_pool_refuses_host_tokens_and_says_why() {
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    let e = Pool::builder().elastic(1, 4).host_tokens(tokens).build().unwrap_err().to_string();
+    assert!(e.contains("elastic pools do not support host_tokens"), "{e}");
+}
