@@ -276,6 +276,9 @@ pub struct SimNeighboursArgs {
     /// Items arriving before this are left out of the latencies (the pools' first decisions).
     #[arg(long, default_value = "1s", value_parser = parse_time)]
     pub warmup: std::time::Duration,
+    /// Host CPU tokens beyond one per CPU, for the `tokens` pools.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    pub spare_tokens: u32,
     /// CPU time of one item, in milliseconds.
     #[arg(long, default_value_t = 5.0, value_parser = parse_positive)]
     pub service_ms: f64,

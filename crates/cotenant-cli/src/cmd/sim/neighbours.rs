@@ -37,6 +37,7 @@ struct Case {
     duration_ns: u64,
     warmup_ns: u64,
     seed: u64,
+    spare_tokens: u32,
 }
 
 /// A simulated run, reduced like a real one, with what only a simulation can tell.
@@ -91,6 +92,7 @@ fn host_config(case: &Case) -> anyhow::Result<HostConfig> {
         sched: SchedParams::linux(case.cpus),
         seed: case.seed,
         warmup: case.warmup_ns,
+        spare_tokens: case.spare_tokens,
     };
     config.validate().map_err(|e| {
         anyhow::anyhow!(
@@ -185,6 +187,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         duration_ns: ns(args.duration),
         warmup_ns: ns(args.warmup),
         seed: args.seed.wrapping_add(u64::from(repeat)),
+        spare_tokens: args.spare_tokens,
     };
     // Every configuration is checked before the first runs.
     for key in plan.keys() {
@@ -401,6 +404,7 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
         duration_ns: real.seconds * 1_000_000_000,
         warmup_ns: 0, // the lab keeps every item
         seed,
+        spare_tokens: 0,
     };
     for cell in &real.cells {
         host_config(&case(cell, cell.kind, 1)).with_context(|| format!("{}", args.real.display()))?;
