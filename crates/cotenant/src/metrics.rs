@@ -46,6 +46,9 @@ pub struct Metrics {
     /// Counter: tasks run without a host CPU token because none came within the wait limit
     /// (a pool built with [`host_tokens`](crate::Builder::host_tokens); `crate::tokens`).
     pub token_timeouts: u64,
+    /// Counter: host-token operations that failed (the set was removed, say); the tasks then
+    /// run without a token.
+    pub token_errors: u64,
     /// The CPU budget's counters, for a pool built with
     /// [`cpu_budget`](crate::Builder::cpu_budget).
     pub budget: Option<BudgetMetrics>,
@@ -114,7 +117,7 @@ impl Metrics {
     /// The metrics in the Prometheus text exposition format, labelled `pool="<pool>"`.
     pub fn to_prometheus(&self, pool: &str) -> String {
         let label = pool.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-        let rows: [(&str, &str, &str, u64); 13] = [
+        let rows: [(&str, &str, &str, u64); 14] = [
             ("threads", "gauge", "OS threads the pool started", self.threads as u64),
             ("target", "gauge", "workers allowed to run", self.target as u64),
             ("running", "gauge", "workers running tasks", self.running as u64),
@@ -133,6 +136,7 @@ impl Metrics {
                 "tasks run without a host CPU token (none came in time)",
                 self.token_timeouts,
             ),
+            ("token_errors_total", "counter", "host CPU token operations that failed", self.token_errors),
         ];
         let budget_rows = self.budget.map(|b| {
             [
@@ -225,8 +229,12 @@ impl fmt::Display for Metrics {
             self.sample_errors,
             self.borrows
         )?;
-        if self.token_timeouts > 0 {
-            write!(f, ", {} host-token timeouts", self.token_timeouts)?;
+        if self.token_timeouts > 0 || self.token_errors > 0 {
+            write!(
+                f,
+                ", {} host-token timeouts, {} host-token errors",
+                self.token_timeouts, self.token_errors
+            )?;
         }
         if let Some(b) = self.budget {
             write!(

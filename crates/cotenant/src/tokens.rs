@@ -15,10 +15,10 @@
 //! set lives in the IPC namespace: processes in different containers do not share tokens
 //! unless the containers share it (`docker --ipc`, a pod's containers do).
 //!
-//! A token that does not come within the wait limit means its holders are blocked rather than
-//! busy (a task waiting for I/O or for another task while holding one): the worker then runs
-//! its task without a token, so a blocked holder slows cooperating pools down but cannot stall
-//! them. The set's three semaphores: the free tokens, a marker (`MAGIC`, so that a foreign set
+//! A worker waits for a token at most the pool's limit (`Builder::host_tokens_wait`): holders
+//! may be blocked (a task waiting for I/O or for another task while holding one), and a
+//! blocked holder must slow cooperating pools down, not stall them; the task then runs without
+//! a token (`pool/host_tokens.rs`). The set's three semaphores: the free tokens, a marker (`MAGIC`, so that a foreign set
 //! with the same key is refused), and the token count it was created with.
 
 use std::fmt;
@@ -43,8 +43,8 @@ pub struct HostTokens {
     semid: i32,
     count: u32,
     name: String,
-    /// Removed on drop (a private set: nobody else can find it).
-    private: bool,
+    /// Removed on drop (a private set: nobody else can find it, or one already removed).
+    remove_on_drop: bool,
 }
 
 /// What went wrong opening, using or removing a token set.
@@ -89,7 +89,7 @@ impl HostTokens {
     /// come back when it exits. [`remove`](Self::remove) deletes it.
     pub fn open(name: &str, count: u32) -> Result<HostTokens, TokensError> {
         if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
-            return Err(error(format!("name {name:?}: 1 to 200 printable characters")));
+            return Err(error(format!("name {name:?}: 1 to 200 bytes, no control characters")));
         }
         check_count(count)?;
         // SAFETY: getuid cannot fail.
@@ -97,7 +97,7 @@ impl HostTokens {
         // SAFETY: plain system calls on integers.
         let created = unsafe { libc::semget(key, NSEMS, libc::IPC_CREAT | libc::IPC_EXCL | 0o600) };
         if created >= 0 {
-            let tokens = HostTokens { semid: created, count, name: name.to_owned(), private: false };
+            let tokens = HostTokens { semid: created, count, name: name.to_owned(), remove_on_drop: false };
             tokens.initialise(count).map_err(|e| {
                 let _ = tokens.remove_set();
                 error(format!("initialising set {name:?}: {e}"))
@@ -113,13 +113,14 @@ impl HostTokens {
         if semid < 0 {
             return Err(error(format!("opening set {name:?} (semget): {}", io::Error::last_os_error())));
         }
-        let mut tokens = HostTokens { semid, count: 0, name: name.to_owned(), private: false };
+        let mut tokens = HostTokens { semid, count: 0, name: name.to_owned(), remove_on_drop: false };
         tokens.wait_until_initialised()?;
         tokens.count = tokens.value(SEM_COUNT)?;
         Ok(tokens)
     }
 
-    /// Whether this user has a set named `name` (without creating it).
+    /// Whether this user has a semaphore set on `name`'s key (without creating it; a foreign
+    /// set on the same key counts too, which [`open`](Self::open) then refuses).
     pub fn exists(name: &str) -> bool {
         // SAFETY: plain system calls on integers.
         unsafe { libc::semget(key(name, libc::getuid()), 0, 0) >= 0 }
@@ -134,7 +135,7 @@ impl HostTokens {
         if semid < 0 {
             return Err(error(format!("creating a private set (semget): {}", io::Error::last_os_error())));
         }
-        let tokens = HostTokens { semid, count, name: "(private)".into(), private: true };
+        let tokens = HostTokens { semid, count, name: "(private)".into(), remove_on_drop: true };
         tokens.initialise(count).map_err(|e| error(format!("initialising a private set: {e}")))?;
         Ok(tokens)
     }
@@ -174,8 +175,11 @@ impl HostTokens {
             }
             if start.elapsed() > INIT_WAIT {
                 return Err(error(format!(
-                    "set {:?} was created but never initialised (its creator died?); remove it with `cotenant tokens remove --name {}`",
-                    self.name, self.name
+                    "set {:?} was created but never initialised (its creator died?); remove it with \
+                     `HostTokens::remove_named` or `ipcrm -S {:#010x}`",
+                    self.name,
+                    // SAFETY: getuid cannot fail.
+                    key(&self.name, unsafe { libc::getuid() })
                 )));
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -219,9 +223,11 @@ impl HostTokens {
     /// Takes a token, waiting at most `limit` (`Ok(false)`: none came in time). Interrupted
     /// waits resume with the time left.
     pub fn acquire(&self, limit: Duration) -> Result<bool, TokensError> {
-        let deadline = Instant::now() + limit;
+        // No deadline for a limit too long to add (Duration::MAX): wait in long slices.
+        let deadline = Instant::now().checked_add(limit);
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left =
+                deadline.map_or(Duration::from_secs(3600), |d| d.saturating_duration_since(Instant::now()));
             let timeout = libc::timespec {
                 tv_sec: left.as_secs().min(i64::MAX as u64) as libc::time_t,
                 tv_nsec: left.subsec_nanos() as libc::c_long,
@@ -266,10 +272,40 @@ impl HostTokens {
 
     /// Deletes the set: every process using it gets errors from then on (their pools run
     /// without tokens). For a named set, when no cotenant process on the host uses it.
-    pub fn remove(self) -> Result<(), TokensError> {
+    pub fn remove(mut self) -> Result<(), TokensError> {
         let result = self.remove_set();
-        std::mem::forget(self);
+        self.remove_on_drop = false;
         result
+    }
+
+    /// Deletes this user's set `name` without opening it: also one left uninitialised by a
+    /// creator that died (which [`open`](Self::open) refuses). `Ok(false)`: there was none.
+    /// Refuses a set on the key that is not cotenant's.
+    pub fn remove_named(name: &str) -> Result<bool, TokensError> {
+        // SAFETY: plain system calls on integers.
+        let semid = unsafe { libc::semget(key(name, libc::getuid()), 0, 0) };
+        if semid < 0 {
+            let err = io::Error::last_os_error();
+            return match err.raw_os_error() {
+                Some(libc::ENOENT) => Ok(false),
+                _ => Err(error(format!("set {name:?} (semget): {err}"))),
+            };
+        }
+        let set = HostTokens { semid, count: 0, name: name.to_owned(), remove_on_drop: false };
+        // SAFETY: semid_ds is plain data; IPC_STAT fills it.
+        let mut ds: libc::semid_ds = unsafe { std::mem::zeroed() };
+        // SAFETY: IPC_STAT takes a pointer to a semid_ds.
+        if unsafe { libc::semctl(semid, 0, libc::IPC_STAT, &mut ds as *mut libc::semid_ds) } < 0 {
+            return Err(error(format!("set {name:?} (IPC_STAT): {}", io::Error::last_os_error())));
+        }
+        let initialised = ds.sem_otime != 0;
+        if ds.sem_nsems != NSEMS as _ || (initialised && set.value(SEM_MAGIC)? != MAGIC as u32) {
+            return Err(error(format!(
+                "set {name:?}: its key holds a semaphore set that is not cotenant's; not removed"
+            )));
+        }
+        set.remove_set()?;
+        Ok(true)
     }
 
     fn remove_set(&self) -> Result<(), TokensError> {
@@ -287,7 +323,7 @@ impl HostTokens {
 
 impl Drop for HostTokens {
     fn drop(&mut self) {
-        if self.private {
+        if self.remove_on_drop {
             let _ = self.remove_set();
         }
     }
@@ -343,7 +379,7 @@ mod tests {
             assert!(e.contains("count must be in 1..=32767"), "{e}");
         }
         let e = HostTokens::open("", 2).unwrap_err().to_string();
-        assert!(e.contains("1 to 200 printable characters"), "{e}");
+        assert!(e.contains("1 to 200 bytes"), "{e}");
     }
 
     #[test]
@@ -372,6 +408,11 @@ mod tests {
         drop(second);
         assert!(HostTokens::exists(&name));
         first.remove().unwrap();
+        assert!(!HostTokens::exists(&name));
+        // Gone: nothing to remove by name any more; and by name it goes too.
+        assert!(!HostTokens::remove_named(&name).unwrap());
+        drop(HostTokens::open(&name, 1).unwrap());
+        assert!(HostTokens::remove_named(&name).unwrap());
         assert!(!HostTokens::exists(&name));
     }
 

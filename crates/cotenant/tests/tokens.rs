@@ -75,14 +75,26 @@ fn a_pool_whose_tokens_are_all_held_elsewhere_still_runs_its_tasks() {
 #[test]
 fn a_removed_set_leaves_the_pool_running_without_tokens() {
     let name = format!("test-removed-{}", std::process::id());
+    // Removes the set even if an assertion fails before the test does.
+    struct Remove(String);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = HostTokens::remove_named(&self.0);
+        }
+    }
+    let _remove = Remove(name.clone());
     let tokens = Arc::new(HostTokens::open(&name, 1).unwrap());
     let pool =
         Pool::builder().policy(Policy::fixed(2)).threads(2).host_tokens(tokens.clone()).build().unwrap();
     assert_eq!(pool.spawn(|| 1).join().unwrap(), 1);
-    // Remove it through a second handle, as `cotenant tokens remove` would.
-    HostTokens::open(&name, 1).unwrap().remove().unwrap();
+    // Removed by someone else (as `cotenant lab clean` does with the lab's set).
+    assert!(HostTokens::remove_named(&name).unwrap());
     let results: Vec<i32> = (0..10).map(|i| pool.spawn(move || i)).map(|t| t.join().unwrap()).collect();
     assert_eq!(results, (0..10).collect::<Vec<_>>());
+    let metrics = pool.metrics();
+    // Every task after the removal failed to take a token (at once: no wait) and says so.
+    assert!(metrics.token_errors >= 10, "{metrics}");
+    assert_eq!(metrics.token_timeouts, 0, "{metrics}");
     pool.shutdown();
 }
 
@@ -91,4 +103,52 @@ fn an_elastic_pool_refuses_host_tokens_and_says_why() {
     let tokens = Arc::new(HostTokens::private(1).unwrap());
     let e = Pool::builder().elastic(1, 4).host_tokens(tokens).build().unwrap_err().to_string();
     assert!(e.contains("elastic pools do not support host_tokens"), "{e}");
+}
+
+#[test]
+fn host_tokens_refuse_a_cpu_budget_and_a_zero_wait() {
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    let budget = Pool::builder()
+        .host_tokens(tokens.clone())
+        .cpu_budget(1.0, std::time::Duration::from_millis(100))
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(budget.contains("host_tokens and cpu_budget do not combine"), "{budget}");
+    let wait = Pool::builder()
+        .host_tokens(tokens)
+        .host_tokens_wait(std::time::Duration::ZERO)
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(wait.contains("host_tokens_wait must be at least 1ms"), "{wait}");
+}
+
+#[test]
+fn shutdown_now_cancels_a_task_whose_worker_waits_for_a_token() {
+    // The only token is held elsewhere; the worker pops the task and waits (limit 60 s);
+    // shutdown_now must cancel it within a wait slice, not run it.
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    assert!(tokens.acquire(std::time::Duration::ZERO).unwrap());
+    let pool = Pool::builder()
+        .policy(Policy::fixed(1))
+        .threads(1)
+        .host_tokens(tokens.clone())
+        .host_tokens_wait(std::time::Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let task = {
+        let ran = ran.clone();
+        pool.spawn(move || ran.store(true, Ordering::SeqCst))
+    };
+    // Shut down once the worker waits on the semaphore (GETNCNT), so that the wait is what is tested.
+    while tokens.waiting().unwrap() == 0 {
+        std::thread::yield_now();
+    }
+    pool.shutdown_now();
+    assert!(matches!(task.join(), Err(cotenant::JoinError::Cancelled)));
+    assert!(!ran.load(Ordering::SeqCst));
+    tokens.release().unwrap();
+    assert_eq!(tokens.available().unwrap(), 1, "the waiting worker took no token");
 }

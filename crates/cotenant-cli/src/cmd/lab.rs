@@ -197,14 +197,13 @@ fn clean() -> anyhow::Result<ExitCode> {
         }
     }
     // The `tokens` kind's set (left only by a killed run; the next run replaces it anyway).
-    if cotenant::tokens::HostTokens::exists(lab::neighbours::LAB_TOKENS) {
-        match cotenant::tokens::HostTokens::open(lab::neighbours::LAB_TOKENS, 1).and_then(|t| t.remove()) {
-            Ok(()) => {
-                println!("removed host token set {}", lab::neighbours::LAB_TOKENS);
-                removed += 1;
-            }
-            Err(e) => println!("{e}"),
+    match cotenant::tokens::HostTokens::remove_named(lab::neighbours::LAB_TOKENS) {
+        Ok(true) => {
+            println!("removed host token set {}", lab::neighbours::LAB_TOKENS);
+            removed += 1;
         }
+        Ok(false) => {}
+        Err(e) => println!("{e}"),
     }
     if removed == 0 {
         println!("nothing to clean");

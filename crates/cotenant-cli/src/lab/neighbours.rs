@@ -115,9 +115,21 @@ impl LabTokens {
     fn create(cpus: u32) -> anyhow::Result<LabTokens> {
         use cotenant::tokens::HostTokens;
         let open = || HostTokens::open(LAB_TOKENS, cpus).context("creating the lab's host token set");
-        let mut tokens = open()?;
-        if tokens.count() != cpus || tokens.available()? != cpus {
-            // Left by an interrupted run (or sized for another CPU count): start afresh.
+        let mut tokens = match HostTokens::open(LAB_TOKENS, cpus) {
+            Ok(tokens) => tokens,
+            // Left uninitialised by a run killed while creating it: remove it and retry.
+            Err(_) if HostTokens::remove_named(LAB_TOKENS).is_ok() => open()?,
+            Err(e) => return Err(e).context("creating the lab's host token set"),
+        };
+        // The tokens of dead processes come back (SEM_UNDO): held ones belong to a live run.
+        if tokens.available()? != tokens.count() {
+            anyhow::bail!(
+                "the lab's host token set {LAB_TOKENS} is in use by another running lab (run one lab at a time: \
+                 timing runs disturb each other)"
+            );
+        }
+        if tokens.count() != cpus {
+            // Left by a run on another CPU count (a changed VM): start afresh.
             tokens.remove()?;
             tokens = open()?;
         }

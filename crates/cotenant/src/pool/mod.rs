@@ -11,6 +11,7 @@
 //! | `worker.rs` | the worker loop and per-worker counters |
 //! | `borrow.rs` | borrowing an idle CPU between decisions (`policy/borrow.rs`) |
 //! | `budget.rs` | the user-space CPU budget: slices, charging, parking at exhaustion, [`checkpoint`] |
+//! | `host_tokens.rs` | the pool's side of the host CPU tokens (`crate::tokens`): take, give back, skip |
 //! | `control.rs` | the process-wide control thread: sampler → policy → `set_target` |
 //! | `elastic.rs` | elastic pools: per-task measurement, creating and retiring threads |
 
@@ -21,6 +22,8 @@ mod budget;
 pub(crate) mod control;
 #[cfg(not(loom))]
 mod elastic;
+#[cfg(not(loom))]
+mod host_tokens;
 mod placement;
 mod queue;
 mod sleep;
@@ -174,6 +177,8 @@ pub struct Builder {
     elastic: Option<ElasticConfig>,
     #[cfg(not(loom))]
     host_tokens: Option<Arc<crate::tokens::HostTokens>>,
+    #[cfg(not(loom))]
+    host_tokens_wait: Duration,
 }
 
 impl Default for Builder {
@@ -192,6 +197,8 @@ impl Default for Builder {
             elastic: None,
             #[cfg(not(loom))]
             host_tokens: None,
+            #[cfg(not(loom))]
+            host_tokens_wait: host_tokens::DEFAULT_WAIT,
         }
     }
 }
@@ -331,11 +338,13 @@ impl Builder {
     /// Share the host's CPU tokens with the other pools that use the same set
     /// ([`HostTokens`](crate::tokens::HostTokens)): a worker holds a token while it runs a task,
     /// so that cooperating pools together never run more tasks at once than there are tokens
-    /// (one per CPU), and a token one pool frees goes at once to whichever pool waits
-    /// (`docs/host-tokens.md`). A worker that gets no token within a second runs its task
-    /// without one (its holders are blocked, not busy) and counts it in
-    /// [`Metrics::token_timeouts`]. For CPU-bound tasks: a task that blocks holds its token
-    /// (so not combinable with [`elastic`](Builder::elastic)). Default: no tokens.
+    /// (one per CPU), and a token one pool gives back is handed to the first worker waiting,
+    /// in whichever pool (`docs/host-tokens.md`, with what it costs on a real kernel). A worker
+    /// that gets no token within [`host_tokens_wait`](Builder::host_tokens_wait) runs its task
+    /// without one and counts it in [`Metrics::token_timeouts`]. For CPU-bound tasks: a task
+    /// that blocks holds its token (so not combinable with [`elastic`](Builder::elastic), nor
+    /// with [`cpu_budget`](Builder::cpu_budget), whose parking would hold it too). Under
+    /// [`Full::CallerRuns`] the submitter runs its task without a token. Default: no tokens.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -348,6 +357,17 @@ impl Builder {
     #[cfg(not(loom))]
     pub fn host_tokens(mut self, tokens: Arc<crate::tokens::HostTokens>) -> Self {
         self.host_tokens = Some(tokens);
+        self
+    }
+
+    /// How long a worker of a [`host_tokens`](Builder::host_tokens) pool waits for a token
+    /// before it runs its task without one (counted in [`Metrics::token_timeouts`]). Tokens
+    /// are handed over in arrival order, so a wait lasts about (waiting workers / tokens) ×
+    /// task time: raise the limit above that for long tasks on a crowded host, or tasks will run
+    /// without tokens exactly when the host is busiest. At least 1 ms. Default: 1 s.
+    #[cfg(not(loom))]
+    pub fn host_tokens_wait(mut self, wait: Duration) -> Self {
+        self.host_tokens_wait = wait;
         self
     }
 
@@ -379,6 +399,21 @@ impl Builder {
                     "elastic pools do not support host_tokens (their tasks block, and would hold CPU tokens while blocked)"
                         .into(),
                 );
+            }
+        }
+        #[cfg(not(loom))]
+        if self.host_tokens.is_some() {
+            if self.cpu_budget.is_some() {
+                return invalid(
+                    "host_tokens and cpu_budget do not combine (a task parked until the budget's refill would hold its CPU token)"
+                        .into(),
+                );
+            }
+            if self.host_tokens_wait < Duration::from_millis(1) {
+                return invalid(format!(
+                    "host_tokens_wait must be at least 1ms, got {:?}",
+                    self.host_tokens_wait
+                ));
             }
         }
         let threads = match (self.elastic, self.threads, self.policy.fixed_target()) {
@@ -463,8 +498,10 @@ impl Builder {
             #[cfg(not(loom))]
             budget,
             #[cfg(not(loom))]
-            host_tokens: self.host_tokens.clone(),
-            token_timeouts: AtomicU64::new(0),
+            host_tokens: self
+                .host_tokens
+                .clone()
+                .map(|set| host_tokens::PoolTokens::new(set, self.host_tokens_wait)),
             #[cfg(not(loom))]
             elastic: self
                 .elastic
@@ -618,11 +655,9 @@ pub(crate) struct Shared {
     /// The user-space CPU budget, if the pool has one (`budget.rs`).
     #[cfg(not(loom))]
     pub(crate) budget: Option<Arc<budget::Budget>>,
-    /// The host's CPU tokens, if the pool shares them (`crate::tokens`).
+    /// The host's CPU tokens, if the pool shares them (`host_tokens.rs`).
     #[cfg(not(loom))]
-    pub(crate) host_tokens: Option<Arc<crate::tokens::HostTokens>>,
-    /// Tasks run without a token because none came in time.
-    pub(crate) token_timeouts: AtomicU64,
+    pub(crate) host_tokens: Option<host_tokens::PoolTokens>,
     /// An elastic pool's settings and counters (`elastic.rs`).
     #[cfg(not(loom))]
     pub(crate) elastic: Option<elastic::Elastic>,
@@ -862,7 +897,14 @@ impl Shared {
             decisions: shared.decisions.load(Ordering::Relaxed),
             sample_errors: shared.sample_errors.load(Ordering::Relaxed),
             borrows: shared.borrows.load(Ordering::Relaxed),
-            token_timeouts: shared.token_timeouts.load(Ordering::Relaxed),
+            #[cfg(not(loom))]
+            token_timeouts: shared.host_tokens.as_ref().map_or(0, |t| t.timeouts.load(Ordering::Relaxed)),
+            #[cfg(not(loom))]
+            token_errors: shared.host_tokens.as_ref().map_or(0, |t| t.errors.load(Ordering::Relaxed)),
+            #[cfg(loom)]
+            token_timeouts: 0,
+            #[cfg(loom)]
+            token_errors: 0,
             #[cfg(not(loom))]
             budget: shared.budget.as_ref().map(|budget| crate::metrics::BudgetMetrics {
                 quota_ns: budget.bandwidth.quota_ns(),

@@ -14,8 +14,6 @@
 //! 5. Once the pool is closed it drains the queue (graceful) or drops what it pops (`shutdown_now`)
 //!    and exits when the queue is empty and no submit is in flight.
 
-#[cfg(not(loom))]
-use std::time::Duration;
 use std::time::Instant;
 
 use super::borrow::WORKER_CHECK_INTERVAL;
@@ -201,22 +199,31 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                     }
                     continue;
                 }
-                // A pool sharing the host's CPU tokens runs a task only while holding one.
+                // A pool sharing the host's CPU tokens runs a task only while holding one
+                // (`host_tokens.rs`); it is given back when `token` drops, after the task.
                 #[cfg(not(loom))]
-                let token = shared.host_tokens.as_deref().filter(|tokens| take_token(&shared, tokens));
+                let token = match shared.host_tokens.as_ref().map(|t| t.take(|| shared.is_cancelling())) {
+                    Some(super::host_tokens::Take::Cancelled) => {
+                        if guarded(move || {
+                            drop(job);
+                            false
+                        }) {
+                            stats.panicked.fetch_add(1, Ordering::Relaxed);
+                        }
+                        continue;
+                    }
+                    Some(super::host_tokens::Take::Held(held)) => Some(held),
+                    Some(super::host_tokens::Take::Without) | None => None,
+                };
                 stats.mark_busy(shared.epoch);
                 #[cfg(not(loom))]
                 let mark = meter.as_mut().and_then(|meter| meter.start());
                 if guarded(move || job.run() == Outcome::Panicked) {
                     stats.panicked.fetch_add(1, Ordering::Relaxed);
                 }
+                // Given back after every task, so that a waiting pool gets it first (FIFO).
                 #[cfg(not(loom))]
-                if let Some(tokens) = token {
-                    // After every task, so that a waiting pool gets it first (FIFO).
-                    if let Err(e) = tokens.release() {
-                        warn_token_error(&e);
-                    }
-                }
+                drop(token);
                 #[cfg(not(loom))]
                 if let Some(meter) = meter.as_mut() {
                     meter.finish(mark, stats);
@@ -283,38 +290,6 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         last_borrow_check = Instant::now();
     }
     stats.mark_idle(shared.epoch);
-}
-
-/// How long a worker waits for a host CPU token before running its task without one.
-#[cfg(not(loom))]
-const TOKEN_WAIT: Duration = Duration::from_secs(1);
-
-/// Takes a host CPU token for the task this worker is about to run: `true` if it holds one,
-/// `false` if none came within [`TOKEN_WAIT`] (counted) or the set failed (logged): the task
-/// then runs without one rather than waiting on holders that may be blocked.
-#[cfg(not(loom))]
-fn take_token(shared: &Shared, tokens: &crate::tokens::HostTokens) -> bool {
-    match tokens.acquire(TOKEN_WAIT) {
-        Ok(true) => true,
-        Ok(false) => {
-            shared.token_timeouts.fetch_add(1, Ordering::Relaxed);
-            false
-        }
-        Err(e) => {
-            warn_token_error(&e);
-            false
-        }
-    }
-}
-
-/// Logs the first failure of the token set in this process (a removed set fails every call;
-/// the pool goes on without tokens).
-#[cfg(not(loom))]
-fn warn_token_error(e: &crate::tokens::TokensError) {
-    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        tracing::warn!("{e}; tasks run without host tokens from now on");
-    }
 }
 
 /// Step 3: bounded spinning with exponential back-off. True when work appeared for us.

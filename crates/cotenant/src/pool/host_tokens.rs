@@ -1,0 +1,94 @@
+//! A pool's side of the host CPU tokens ([`crate::tokens`], [`Builder::host_tokens`]): a
+//! worker takes a token after popping a task and gives it back when the task ends (a guard, so
+//! that no path can keep it). A token that does not come within the wait limit is skipped and
+//! counted (its holders may be blocked, or the host busier than the limit allows); a set that
+//! fails (removed) is skipped, counted and logged once per pool. A `shutdown_now` while a
+//! worker waits cancels its task: the wait is cut into short slices that check for it.
+//!
+//! [`Builder::host_tokens`]: super::Builder::host_tokens
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::tokens::HostTokens;
+
+/// The default wait for a token before a task runs without one.
+pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(1);
+/// How often a waiting worker checks for `shutdown_now`.
+const CANCEL_CHECK: Duration = Duration::from_millis(50);
+
+pub(crate) struct PoolTokens {
+    set: Arc<HostTokens>,
+    wait: Duration,
+    /// Tasks run without a token because none came within `wait`.
+    pub(crate) timeouts: AtomicU64,
+    /// Tasks run without a token because the set failed.
+    pub(crate) errors: AtomicU64,
+    warned: AtomicBool,
+}
+
+/// What a worker about to run a task got.
+pub(crate) enum Take<'a> {
+    /// A token, given back when this is dropped.
+    Held(Held<'a>),
+    /// None: run the task without one (counted).
+    Without,
+    /// `shutdown_now` came while it waited: cancel the task.
+    Cancelled,
+}
+
+/// A token held for one task; dropping it gives the token back.
+pub(crate) struct Held<'a>(&'a PoolTokens);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.set.release() {
+            self.0.failed(&e);
+        }
+    }
+}
+
+impl PoolTokens {
+    pub(crate) fn new(set: Arc<HostTokens>, wait: Duration) -> PoolTokens {
+        PoolTokens {
+            set,
+            wait,
+            timeouts: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            warned: AtomicBool::new(false),
+        }
+    }
+
+    /// Waits for a token for at most the pool's limit, in slices that check `cancelling`.
+    pub(crate) fn take(&self, cancelling: impl Fn() -> bool) -> Take<'_> {
+        let deadline = Instant::now().checked_add(self.wait);
+        loop {
+            let left = deadline.map_or(CANCEL_CHECK, |d| d.saturating_duration_since(Instant::now()));
+            match self.set.acquire(left.min(CANCEL_CHECK)) {
+                Ok(true) if cancelling() => {
+                    drop(Held(self));
+                    return Take::Cancelled;
+                }
+                Ok(true) => return Take::Held(Held(self)),
+                Ok(false) if cancelling() => return Take::Cancelled,
+                Ok(false) if left <= CANCEL_CHECK => {
+                    self.timeouts.fetch_add(1, Ordering::Relaxed);
+                    return Take::Without;
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    self.failed(&e);
+                    return Take::Without;
+                }
+            }
+        }
+    }
+
+    fn failed(&self, e: &crate::tokens::TokensError) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!("{e}; this pool's tasks run without a host token while it fails");
+        }
+    }
+}
