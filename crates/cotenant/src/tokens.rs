@@ -389,13 +389,7 @@ mod tests {
         struct Remove(String);
         impl Drop for Remove {
             fn drop(&mut self) {
-                // SAFETY: plain system calls on integers.
-                unsafe {
-                    let semid = libc::semget(key(&self.0, libc::getuid()), 0, 0);
-                    if semid >= 0 {
-                        libc::semctl(semid, 0, libc::IPC_RMID);
-                    }
-                }
+                let _ = HostTokens::remove_named(&self.0);
             }
         }
         let _remove = Remove(name.clone());
