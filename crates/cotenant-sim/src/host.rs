@@ -404,7 +404,8 @@ struct Sim {
     tokens_free: u32,
     /// Threads asleep waiting for a token, first come first served.
     token_waiters: VecDeque<u32>,
-    spare_tokens: u32,
+    /// Tokens in all: one per CPU plus the spares.
+    tokens_total: u32,
 }
 
 /// Runs the simulation.
@@ -491,7 +492,7 @@ impl Sim {
             period: config.period,
             warmup: config.warmup,
             tokens_free: m.saturating_add(config.spare_tokens),
-            spare_tokens: config.spare_tokens,
+            tokens_total: m.saturating_add(config.spare_tokens),
             token_waiters: VecDeque::new(),
         };
         let mut controller_phases = SplitMix64::stream(config.seed, u64::MAX - 1);
@@ -1061,7 +1062,7 @@ impl Sim {
         let now = self.now;
         // Every token is free or held, and nobody waits for one while one is free.
         let held = self.threads.iter().filter(|t| t.token).count() as u32;
-        debug_assert_eq!(self.tokens_free + held, self.cpus.len() as u32 + self.spare_tokens);
+        debug_assert_eq!(self.tokens_free + held, self.tokens_total);
         debug_assert!(self.token_waiters.is_empty() || self.tokens_free == 0);
         let processes = self
             .processes

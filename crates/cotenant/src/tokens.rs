@@ -78,6 +78,22 @@ pub fn key(name: &str, uid: u32) -> i32 {
     }
 }
 
+/// The key of this user's set `name`.
+fn user_key(name: &str) -> i32 {
+    // SAFETY: getuid cannot fail.
+    key(name, unsafe { libc::getuid() })
+}
+
+/// The id of the existing set on `name`'s key (`semget` without creating).
+fn existing(name: &str) -> io::Result<i32> {
+    // SAFETY: plain system call on integers.
+    let semid = unsafe { libc::semget(user_key(name), 0, 0) };
+    if semid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(semid)
+}
+
 fn sembuf(num: u16, op: i16, flags: i32) -> libc::sembuf {
     libc::sembuf { sem_num: num, sem_op: op, sem_flg: flags as i16 }
 }
@@ -92,10 +108,9 @@ impl HostTokens {
             return Err(error(format!("name {name:?}: 1 to 200 bytes, no control characters")));
         }
         check_count(count)?;
-        // SAFETY: getuid cannot fail.
-        let key = key(name, unsafe { libc::getuid() });
-        // SAFETY: plain system calls on integers.
-        let created = unsafe { libc::semget(key, NSEMS, libc::IPC_CREAT | libc::IPC_EXCL | 0o600) };
+        // SAFETY: plain system call on integers.
+        let created =
+            unsafe { libc::semget(user_key(name), NSEMS, libc::IPC_CREAT | libc::IPC_EXCL | 0o600) };
         if created >= 0 {
             let tokens = HostTokens { semid: created, count, name: name.to_owned(), remove_on_drop: false };
             tokens.initialise(count).map_err(|e| {
@@ -108,11 +123,7 @@ impl HostTokens {
         if err.raw_os_error() != Some(libc::EEXIST) {
             return Err(error(format!("creating set {name:?} (semget): {err}")));
         }
-        // SAFETY: as above.
-        let semid = unsafe { libc::semget(key, 0, 0) };
-        if semid < 0 {
-            return Err(error(format!("opening set {name:?} (semget): {}", io::Error::last_os_error())));
-        }
+        let semid = existing(name).map_err(|e| error(format!("opening set {name:?} (semget): {e}")))?;
         let mut tokens = HostTokens { semid, count: 0, name: name.to_owned(), remove_on_drop: false };
         tokens.wait_until_initialised()?;
         tokens.count = tokens.value(SEM_COUNT)?;
@@ -122,8 +133,7 @@ impl HostTokens {
     /// Whether this user has a semaphore set on `name`'s key (without creating it; a foreign
     /// set on the same key counts too, which [`open`](Self::open) then refuses).
     pub fn exists(name: &str) -> bool {
-        // SAFETY: plain system calls on integers.
-        unsafe { libc::semget(key(name, libc::getuid()), 0, 0) >= 0 }
+        existing(name).is_ok()
     }
 
     /// A set of `count` tokens that only this process can use (tests, and pools in one
@@ -155,17 +165,29 @@ impl HostTokens {
         Ok(())
     }
 
+    /// `Some(is cotenant's)` once the set's creator has initialised it, `None` before. A set
+    /// of another shape is not cotenant's even then.
+    fn initialised(&self) -> Result<Option<bool>, TokensError> {
+        // SAFETY: semid_ds is plain data; IPC_STAT fills it.
+        let mut ds: libc::semid_ds = unsafe { std::mem::zeroed() };
+        // SAFETY: IPC_STAT takes a pointer to a semid_ds.
+        if unsafe { libc::semctl(self.semid, 0, libc::IPC_STAT, &mut ds as *mut libc::semid_ds) } < 0 {
+            return Err(error(format!("set {:?} (IPC_STAT): {}", self.name, io::Error::last_os_error())));
+        }
+        if ds.sem_nsems != NSEMS as _ {
+            return Ok(Some(false));
+        }
+        if ds.sem_otime == 0 {
+            return Ok(None);
+        }
+        Ok(Some(self.value(SEM_MAGIC)? == MAGIC as u32))
+    }
+
     fn wait_until_initialised(&self) -> Result<(), TokensError> {
         let start = Instant::now();
         loop {
-            // SAFETY: semid_ds is plain data; IPC_STAT fills it.
-            let mut ds: libc::semid_ds = unsafe { std::mem::zeroed() };
-            // SAFETY: IPC_STAT takes a pointer to a semid_ds.
-            if unsafe { libc::semctl(self.semid, 0, libc::IPC_STAT, &mut ds as *mut libc::semid_ds) } < 0 {
-                return Err(error(format!("set {:?} (IPC_STAT): {}", self.name, io::Error::last_os_error())));
-            }
-            if ds.sem_otime != 0 {
-                if ds.sem_nsems != NSEMS as _ || self.value(SEM_MAGIC)? != MAGIC as u32 {
+            if let Some(ours) = self.initialised()? {
+                if !ours {
                     return Err(error(format!(
                         "set {:?}: its key is taken by a semaphore set that is not cotenant's; choose another name",
                         self.name
@@ -178,8 +200,7 @@ impl HostTokens {
                     "set {:?} was created but never initialised (its creator died?); remove it with \
                      `HostTokens::remove_named` or `ipcrm -S {:#010x}`",
                     self.name,
-                    // SAFETY: getuid cannot fail.
-                    key(&self.name, unsafe { libc::getuid() })
+                    user_key(&self.name)
                 )));
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -282,24 +303,13 @@ impl HostTokens {
     /// creator that died (which [`open`](Self::open) refuses). `Ok(false)`: there was none.
     /// Refuses a set on the key that is not cotenant's.
     pub fn remove_named(name: &str) -> Result<bool, TokensError> {
-        // SAFETY: plain system calls on integers.
-        let semid = unsafe { libc::semget(key(name, libc::getuid()), 0, 0) };
-        if semid < 0 {
-            let err = io::Error::last_os_error();
-            return match err.raw_os_error() {
-                Some(libc::ENOENT) => Ok(false),
-                _ => Err(error(format!("set {name:?} (semget): {err}"))),
-            };
-        }
+        let semid = match existing(name) {
+            Ok(semid) => semid,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(false),
+            Err(e) => return Err(error(format!("set {name:?} (semget): {e}"))),
+        };
         let set = HostTokens { semid, count: 0, name: name.to_owned(), remove_on_drop: false };
-        // SAFETY: semid_ds is plain data; IPC_STAT fills it.
-        let mut ds: libc::semid_ds = unsafe { std::mem::zeroed() };
-        // SAFETY: IPC_STAT takes a pointer to a semid_ds.
-        if unsafe { libc::semctl(semid, 0, libc::IPC_STAT, &mut ds as *mut libc::semid_ds) } < 0 {
-            return Err(error(format!("set {name:?} (IPC_STAT): {}", io::Error::last_os_error())));
-        }
-        let initialised = ds.sem_otime != 0;
-        if ds.sem_nsems != NSEMS as _ || (initialised && set.value(SEM_MAGIC)? != MAGIC as u32) {
+        if set.initialised()? == Some(false) {
             return Err(error(format!(
                 "set {name:?}: its key holds a semaphore set that is not cotenant's; not removed"
             )));

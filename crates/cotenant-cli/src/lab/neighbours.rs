@@ -114,13 +114,16 @@ pub const LAB_TOKENS: &str = "cotenant-lab";
 impl LabTokens {
     fn create(cpus: u32) -> anyhow::Result<LabTokens> {
         use cotenant::tokens::HostTokens;
-        let open = || HostTokens::open(LAB_TOKENS, cpus).context("creating the lab's host token set");
-        let mut tokens = match HostTokens::open(LAB_TOKENS, cpus) {
-            Ok(tokens) => tokens,
-            // Left uninitialised by a run killed while creating it: remove it and retry.
-            Err(_) if HostTokens::remove_named(LAB_TOKENS).is_ok() => open()?,
-            Err(e) => return Err(e).context("creating the lab's host token set"),
+        let open = || {
+            HostTokens::open(LAB_TOKENS, cpus)
+                .or_else(|_| {
+                    // Left uninitialised by a run killed while creating it: remove it and retry.
+                    HostTokens::remove_named(LAB_TOKENS)?;
+                    HostTokens::open(LAB_TOKENS, cpus)
+                })
+                .context("creating the lab's host token set")
         };
+        let mut tokens = open()?;
         // The tokens of dead processes come back (SEM_UNDO): held ones belong to a live run.
         if tokens.available()? != tokens.count() {
             anyhow::bail!(
@@ -151,7 +154,7 @@ fn is_go(kind: PoolKind) -> bool {
 
 /// Runs `config.processes` workers at once on a host of `cpus` CPUs and returns their reports.
 pub fn run_once(config: &RunConfig, cpus: u32, layout: Option<&Layout>) -> anyhow::Result<Vec<WorkerReport>> {
-    let args = vec![
+    let mut args = vec![
         "--pool".to_owned(),
         kind_name(config.kind).to_owned(),
         "--share-factor".to_owned(),
@@ -169,7 +172,6 @@ pub fn run_once(config: &RunConfig, cpus: u32, layout: Option<&Layout>) -> anyho
     ];
     // A `tokens` run's processes share a token set for its duration (removed when it ends).
     let tokens = if config.kind == PoolKind::Tokens { Some(LabTokens::create(cpus)?) } else { None };
-    let mut args = args;
     if tokens.is_some() {
         args.extend(["--tokens-name".to_owned(), LAB_TOKENS.to_owned()]);
     }
@@ -390,28 +392,28 @@ pub fn verdict_of(
     processes: u32,
 ) -> Option<String> {
     let find = |kind| find_kind(aggregates, setting, load, processes, kind);
-    let (adaptive, ignorant) = (find(subject)?, find(PoolKind::Ignorant)?);
+    let (ours, ignorant) = (find(subject)?, find(PoolKind::Ignorant)?);
     let mut line = format!(
         "{}, load {:.0}%, P={processes}: {} service p99 {:.2}x ignorant's",
         setting.name(),
         load * 100.0,
         kind_name(subject),
-        ratio(adaptive.median.service_p99_us, ignorant.median.service_p99_us)
+        ratio(ours.median.service_p99_us, ignorant.median.service_p99_us)
     );
     if let Some(optimal) = find(PoolKind::Optimal) {
         let _ = write!(
             line,
             " and {:.2}x optimal's; max {:.2}x ignorant's and {:.2}x optimal's",
-            ratio(adaptive.median.service_p99_us, optimal.median.service_p99_us),
-            ratio(adaptive.median.service_max_us, ignorant.median.service_max_us),
-            ratio(adaptive.median.service_max_us, optimal.median.service_max_us),
+            ratio(ours.median.service_p99_us, optimal.median.service_p99_us),
+            ratio(ours.median.service_max_us, ignorant.median.service_max_us),
+            ratio(ours.median.service_max_us, optimal.median.service_max_us),
         );
     }
     let _ = write!(
         line,
         "; end-to-end p99 {:.2}x ignorant's; throughput {:.2}x ignorant's",
-        ratio(adaptive.median.e2e_p99_us, ignorant.median.e2e_p99_us),
-        ratio(adaptive.median.throughput_per_s, ignorant.median.throughput_per_s),
+        ratio(ours.median.e2e_p99_us, ignorant.median.e2e_p99_us),
+        ratio(ours.median.throughput_per_s, ignorant.median.throughput_per_s),
     );
     if let Some(share) = find(PoolKind::Share) {
         let _ = write!(

@@ -144,6 +144,17 @@ fn guarded(f: impl FnOnce() -> bool) -> bool {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(true)
 }
 
+/// Drops a job `shutdown_now` cancelled, which resolves its Task as Cancelled (dropping the
+/// closure runs user Drops, which may panic: counted, survived).
+fn cancel(job: super::task::Job, stats: &WorkerStats) {
+    if guarded(move || {
+        drop(job);
+        false
+    }) {
+        stats.panicked.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 pub(crate) fn nanos_since(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
@@ -178,25 +189,14 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             if let Some(job) = shared.queue.pop() {
                 shared.after_pop();
                 if shared.is_cancelling() {
-                    // Resolves its Task as Cancelled (dropping the closure runs user Drops).
-                    if guarded(move || {
-                        drop(job);
-                        false
-                    }) {
-                        stats.panicked.fetch_add(1, Ordering::Relaxed);
-                    }
+                    cancel(job, stats);
                     continue;
                 }
                 // A budgeted pool's worker needs a slice of CPU time first (`budget.rs`); it
                 // may park here until the refill, and a `shutdown_now` meanwhile cancels the job.
                 #[cfg(not(loom))]
                 if budgeted && !super::budget::acquire() {
-                    if guarded(move || {
-                        drop(job);
-                        false
-                    }) {
-                        stats.panicked.fetch_add(1, Ordering::Relaxed);
-                    }
+                    cancel(job, stats);
                     continue;
                 }
                 // A pool sharing the host's CPU tokens runs a task only while holding one
@@ -204,12 +204,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 #[cfg(not(loom))]
                 let token = match shared.host_tokens.as_ref().map(|t| t.take(|| shared.is_cancelling())) {
                     Some(super::host_tokens::Take::Cancelled) => {
-                        if guarded(move || {
-                            drop(job);
-                            false
-                        }) {
-                            stats.panicked.fetch_add(1, Ordering::Relaxed);
-                        }
+                        cancel(job, stats);
                         continue;
                     }
                     Some(super::host_tokens::Take::Held(held)) => Some(held),
