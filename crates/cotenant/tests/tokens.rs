@@ -152,3 +152,30 @@ fn shutdown_now_cancels_a_task_whose_worker_waits_for_a_token() {
     tokens.release().unwrap();
     assert_eq!(tokens.available().unwrap(), 1, "the waiting worker took no token");
 }
+
+#[test]
+fn an_unbounded_wait_waits_for_the_token() {
+    // host_tokens_wait(Duration::MAX): the worker waits past its 50 ms cancel-check slices
+    // until the token comes, and runs its task holding it (no timeout counted).
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    assert!(tokens.acquire(std::time::Duration::ZERO).unwrap());
+    let pool = Pool::builder()
+        .policy(Policy::fixed(1))
+        .threads(1)
+        .host_tokens(tokens.clone())
+        .host_tokens_wait(std::time::Duration::MAX)
+        .build()
+        .unwrap();
+    let task = pool.spawn(|| 5);
+    while tokens.waiting().unwrap() == 0 {
+        std::thread::yield_now();
+    }
+    // Several slices pass while the token is held elsewhere (a longer sleep only makes the
+    // test stricter, never flaky).
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    tokens.release().unwrap();
+    assert_eq!(task.join().unwrap(), 5);
+    assert_eq!(pool.metrics().token_timeouts, 0);
+    pool.shutdown();
+    assert_eq!(tokens.available().unwrap(), 1);
+}

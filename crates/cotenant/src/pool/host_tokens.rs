@@ -23,7 +23,7 @@ pub(crate) struct PoolTokens {
     wait: Duration,
     /// Tasks run without a token because none came within `wait`.
     pub(crate) timeouts: AtomicU64,
-    /// Tasks run without a token because the set failed.
+    /// Token operations that failed (taking one: the task then runs without; giving one back).
     pub(crate) errors: AtomicU64,
     warned: AtomicBool,
 }
@@ -62,9 +62,10 @@ impl PoolTokens {
 
     /// Waits for a token for at most the pool's limit, in slices that check `cancelling`.
     pub(crate) fn take(&self, cancelling: impl Fn() -> bool) -> Take<'_> {
+        // No deadline for a limit too long to add (Duration::MAX): wait until a token comes.
         let deadline = Instant::now().checked_add(self.wait);
         loop {
-            let left = deadline.map_or(CANCEL_CHECK, |d| d.saturating_duration_since(Instant::now()));
+            let left = deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
             match self.set.acquire(left.min(CANCEL_CHECK)) {
                 Ok(true) if cancelling() => {
                     drop(Held(self));
