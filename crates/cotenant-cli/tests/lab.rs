@@ -106,6 +106,8 @@ fn neighbours_quick_runs_every_pool_kind_in_both_settings() {
         // Checked while no other lab test runs (one of them may be creating the set).
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         assert!(!cotenant::tokens::HostTokens::exists("cotenant-lab"), "the lab removed its token set");
+        let pipe = cotenant::tokens::HostTokens::pipe_path("cotenant-lab");
+        assert!(!pipe.exists(), "the lab removed its token set's pipe {}", pipe.display());
     }
     for row in rows {
         assert_eq!(row["completed_fraction"], 1.0, "every offered item ran: {row}");

@@ -142,7 +142,7 @@ fn shutdown_now_cancels_a_task_whose_worker_waits_for_a_token() {
         let ran = ran.clone();
         pool.spawn(move || ran.store(true, Ordering::SeqCst))
     };
-    // Shut down once the worker waits on the semaphore (GETNCNT), so that the wait is what is tested.
+    // Shut down once the worker waits for a token, so that the wait is what is tested.
     while tokens.waiting().unwrap() == 0 {
         std::thread::yield_now();
     }
@@ -178,4 +178,79 @@ fn an_unbounded_wait_waits_for_the_token() {
     assert_eq!(pool.metrics().token_timeouts, 0);
     pool.shutdown();
     assert_eq!(tokens.available().unwrap(), 1);
+}
+
+#[test]
+fn a_newcomer_never_takes_a_token_past_a_waiter() {
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    assert!(tokens.acquire(std::time::Duration::ZERO).unwrap());
+    let waiter = {
+        let tokens = tokens.clone();
+        std::thread::spawn(move || tokens.acquire(std::time::Duration::from_secs(60)).unwrap())
+    };
+    while tokens.waiting().unwrap() == 0 {
+        std::thread::yield_now();
+    }
+    tokens.release().unwrap();
+    // Whether or not the waiter has run yet, the freed token is the waiter's: still counted
+    // as waiting, or already taken.
+    assert!(!tokens.acquire(std::time::Duration::ZERO).unwrap());
+    assert!(waiter.join().unwrap());
+    assert_eq!((tokens.available().unwrap(), tokens.waiting().unwrap()), (0, 0));
+    tokens.release().unwrap();
+}
+
+/// Runs `op` in a forked child that then sleeps until killed; returns its pid. The child makes
+/// only system calls (no allocation), as a child of a multi-threaded process must.
+fn in_child(op: impl FnOnce()) -> libc::pid_t {
+    // SAFETY: the child runs `op` (system calls on inherited descriptors) and never returns.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        op();
+        loop {
+            // SAFETY: plain system call.
+            unsafe { libc::pause() };
+        }
+    }
+    pid
+}
+
+fn kill_and_reap(pid: libc::pid_t) {
+    // SAFETY: our own child.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+}
+
+/// Polls `done` until it holds (no timing assumption); fails after a generous minute.
+fn until(what: &str, done: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(60), "never happened: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_process_that_dies_holding_a_token_or_waiting_for_one_leaves_nothing_behind() {
+    let tokens = HostTokens::private(1).unwrap();
+    assert!(tokens.hands_over_by_pipe());
+    // A holder dies: the kernel gives its token back.
+    let holder = in_child(|| assert!(tokens.acquire(std::time::Duration::ZERO).unwrap()));
+    until("the child holds the token", || tokens.available().unwrap() == 0);
+    kill_and_reap(holder);
+    assert_eq!(tokens.available().unwrap(), 1, "the dead holder's token came back");
+    // A waiter dies: it no longer counts as one, so newcomers are not held back behind it.
+    assert!(tokens.acquire(std::time::Duration::ZERO).unwrap());
+    let waiter = in_child(|| {
+        let _ = tokens.acquire(std::time::Duration::from_secs(3600));
+    });
+    until("the child waits", || tokens.waiting().unwrap() == 1);
+    kill_and_reap(waiter);
+    assert_eq!(tokens.waiting().unwrap(), 0, "the dead waiter is no longer counted");
+    tokens.release().unwrap();
+    assert!(tokens.acquire(std::time::Duration::ZERO).unwrap(), "a newcomer takes the free token");
+    tokens.release().unwrap();
 }

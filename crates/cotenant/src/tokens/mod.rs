@@ -8,12 +8,28 @@
 //! every thread competes with every other one (`RESULTS.md`, "Host tokens").
 //!
 //! The tokens are a System V semaphore, because only it gives them back when a process dies
-//! holding some (`SEM_UNDO`: the kernel undoes a dead process's adjustments), and because the
-//! kernel completes waiting operations in arrival order when a token is freed (a releasing
-//! worker cannot take it straight back past a waiter). Its key is derived from a name and the
-//! user id, so only one user's processes share a set (no other user can hold our tokens). The
-//! set lives in the IPC namespace: processes in different containers do not share tokens
-//! unless the containers share it (`docker --ipc`, a pod's containers do).
+//! holding some (`SEM_UNDO`: the kernel undoes a dead process's adjustments). Its key is derived
+//! from a name and the user id, so only one user's processes share a set (no other user can hold
+//! our tokens). The set lives in the IPC namespace: processes in different containers do not
+//! share tokens unless the containers share it (`docker --ipc`, a pod's containers do).
+//!
+//! The hand-over (who gets a freed token, and how the waiter wakes) goes through a pipe
+//! ([`wakeup`]): the semaphore's own wait wakes its waiter in a way that leaves a CPU idle on a
+//! busy host, the pipe's does not. The protocol, in the set's semaphores:
+//! - take: one atomic `semop` that succeeds only if nobody waits and a token is free (so a
+//!   newcomer never passes a waiter);
+//! - otherwise wait: count oneself in `WAITERS`, then repeatedly try to take a token and leave
+//!   `WAITERS` in one atomic `semop`, sleeping on the pipe between tries;
+//! - give back: free the token, then, if anybody waits, write one byte to the pipe, which wakes
+//!   the first waiter; a worker that just handed a token over yields once before it waits
+//!   itself, so that the waiter it woke on its CPU takes the token rather than it.
+//!
+//! Every adjustment is `SEM_UNDO`, so a process that dies neither keeps a token nor counts as a
+//! waiter. No wake-up is lost: a waiter counts itself before its first try, and a releaser frees
+//! the token before it reads the count; a token that comes back without a byte (from a dead
+//! holder) is found at the end of a waiter's slice. Where the pipe cannot be opened (no writable
+//! `/dev/shm` or temporary directory) a process waits on the semaphore itself, as before, which
+//! is correct but may pass pipe waiters.
 //!
 //! A worker waits for a token at most the pool's limit (`Builder::host_tokens_wait`): holders
 //! may be blocked (a task waiting for I/O or for another task while holding one), and a
@@ -21,17 +37,24 @@
 //! a token (`pool/host_tokens.rs`). The set's three semaphores: the free tokens, a marker (`MAGIC`, so that a foreign set
 //! with the same key is refused), and the token count it was created with.
 
+mod wakeup;
+
+use std::cell::Cell;
 use std::fmt;
 use std::io;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+use wakeup::WakeUps;
 
 /// The value of the marker semaphore in a set created by cotenant.
 const MAGIC: i32 = 0x0c07;
-/// The semaphores of a set: free tokens, marker, count.
-const NSEMS: i32 = 3;
+/// The semaphores of a set: free tokens, marker, count, waiters on the pipe.
+const NSEMS: i32 = 4;
 const SEM_TOKENS: u16 = 0;
 const SEM_MAGIC: u16 = 1;
 const SEM_COUNT: u16 = 2;
+const SEM_WAITERS: u16 = 3;
 /// The most tokens a set can hold (`SEMVMX`).
 pub const MAX_TOKENS: u32 = 32767;
 /// How long `open` waits for another process to finish creating the set.
@@ -45,6 +68,13 @@ pub struct HostTokens {
     name: String,
     /// Removed on drop (a private set: nobody else can find it, or one already removed).
     remove_on_drop: bool,
+    /// The hand-over's pipe; `None`: this process waits on the semaphore.
+    wakeups: Option<WakeUps>,
+}
+
+thread_local! {
+    /// This thread's last `release` woke a waiter: its next wait yields first.
+    static HANDED_OVER: Cell<bool> = const { Cell::new(false) };
 }
 
 /// What went wrong opening, using or removing a token set.
@@ -112,11 +142,14 @@ impl HostTokens {
         let created =
             unsafe { libc::semget(user_key(name), NSEMS, libc::IPC_CREAT | libc::IPC_EXCL | 0o600) };
         if created >= 0 {
-            let tokens = HostTokens { semid: created, count, name: name.to_owned(), remove_on_drop: false };
+            let mut tokens = HostTokens::without_pipe(created, count, name);
             tokens.initialise(count).map_err(|e| {
                 let _ = tokens.remove_set();
                 error(format!("initialising set {name:?}: {e}"))
             })?;
+            tokens.wakeups = named_wakeups(name);
+            // A pipe left by a removed set may still hold its wake-ups.
+            tokens.wakeups.iter().for_each(WakeUps::drain);
             return Ok(tokens);
         }
         let err = io::Error::last_os_error();
@@ -124,9 +157,10 @@ impl HostTokens {
             return Err(error(format!("creating set {name:?} (semget): {err}")));
         }
         let semid = existing(name).map_err(|e| error(format!("opening set {name:?} (semget): {e}")))?;
-        let mut tokens = HostTokens { semid, count: 0, name: name.to_owned(), remove_on_drop: false };
+        let mut tokens = HostTokens::without_pipe(semid, 0, name);
         tokens.wait_until_initialised()?;
         tokens.count = tokens.value(SEM_COUNT)?;
+        tokens.wakeups = named_wakeups(name);
         Ok(tokens)
     }
 
@@ -145,9 +179,16 @@ impl HostTokens {
         if semid < 0 {
             return Err(error(format!("creating a private set (semget): {}", io::Error::last_os_error())));
         }
-        let tokens = HostTokens { semid, count, name: "(private)".into(), remove_on_drop: true };
+        let mut tokens = HostTokens::without_pipe(semid, count, "(private)");
+        tokens.remove_on_drop = true;
         tokens.initialise(count).map_err(|e| error(format!("initialising a private set: {e}")))?;
+        tokens.wakeups =
+            Some(WakeUps::anonymous().map_err(|e| error(format!("creating a private set's pipe: {e}")))?);
         Ok(tokens)
+    }
+
+    fn without_pipe(semid: i32, count: u32, name: &str) -> HostTokens {
+        HostTokens { semid, count, name: name.to_owned(), remove_on_drop: false, wakeups: None }
     }
 
     /// The set's first `semop` (it also stamps `sem_otime`, which tells openers it is ready).
@@ -158,11 +199,7 @@ impl HostTokens {
             sembuf(SEM_MAGIC, MAGIC as i16, 0),
             sembuf(SEM_COUNT, count as i16, 0),
         ];
-        // SAFETY: `ops` is a valid array of `ops.len()` sembufs.
-        if unsafe { libc::semop(self.semid, ops.as_mut_ptr(), ops.len()) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        self.raw_semop(&mut ops)
     }
 
     /// `Some(is cotenant's)` once the set's creator has initialised it, `None` before. A set
@@ -189,8 +226,10 @@ impl HostTokens {
             if let Some(ours) = self.initialised()? {
                 if !ours {
                     return Err(error(format!(
-                        "set {:?}: its key is taken by a semaphore set that is not cotenant's; choose another name",
-                        self.name
+                        "set {:?}: its key is taken by a semaphore set that is not cotenant's (or is an \
+                         older cotenant's); choose another name, or remove the set (`ipcrm -S {:#010x}`)",
+                        self.name,
+                        user_key(&self.name)
                     )));
                 }
                 return Ok(());
@@ -231,19 +270,93 @@ impl HostTokens {
         self.value(SEM_TOKENS)
     }
 
-    /// Threads waiting for a token right now.
+    /// Threads waiting for a token right now (on the pipe or on the semaphore).
     pub fn waiting(&self) -> Result<u32, TokensError> {
         // SAFETY: GETNCNT takes no argument.
         let value = unsafe { libc::semctl(self.semid, i32::from(SEM_TOKENS), libc::GETNCNT) };
         if value < 0 {
             return Err(error(format!("set {:?} (GETNCNT): {}", self.name, io::Error::last_os_error())));
         }
-        Ok(value as u32)
+        Ok(value as u32 + self.value(SEM_WAITERS)?)
     }
 
-    /// Takes a token, waiting at most `limit` (`Ok(false)`: none came in time). Interrupted
-    /// waits resume with the time left.
+    /// Where this user's set `name` keeps its hand-over pipe (removed with the set).
+    pub fn pipe_path(name: &str) -> PathBuf {
+        fifo_path(name)
+    }
+
+    /// Whether this process's hand-overs go through the pipe (`false`: the semaphore's own
+    /// wait, see the module documentation).
+    pub fn hands_over_by_pipe(&self) -> bool {
+        self.wakeups.is_some()
+    }
+
+    /// Takes a token, waiting at most `limit` (`Ok(false)`: none came in time). A zero limit
+    /// takes one only if one is free and nobody waits.
     pub fn acquire(&self, limit: Duration) -> Result<bool, TokensError> {
+        let Some(wakeups) = &self.wakeups else {
+            return self.acquire_on_semaphore(limit);
+        };
+        let just_handed_over = HANDED_OVER.with(|h| h.replace(false));
+        let nobody_waits_and_one_is_free = [
+            sembuf(SEM_WAITERS, 0, libc::IPC_NOWAIT),
+            sembuf(SEM_TOKENS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO),
+        ];
+        if self.try_semop(nobody_waits_and_one_is_free, "taking a token")? {
+            return Ok(true);
+        }
+        if limit.is_zero() {
+            return Ok(false);
+        }
+        // No deadline for a limit too long to add (Duration::MAX): wait in long slices.
+        let deadline = Instant::now().checked_add(limit);
+        self.semop(&mut [sembuf(SEM_WAITERS, 1, libc::SEM_UNDO)], "counting a waiter")?;
+        if just_handed_over {
+            // The waiter our release woke was most likely put on this CPU: let it run first.
+            // SAFETY: plain system call.
+            unsafe { libc::sched_yield() };
+        }
+        let got = self.wait_as_waiter(wakeups, deadline);
+        if !matches!(got, Ok(true)) {
+            // Leaving without a token: no longer a waiter (a token taken left in the same semop).
+            self.semop(&mut [sembuf(SEM_WAITERS, -1, libc::SEM_UNDO)], "uncounting a waiter")?;
+        }
+        got
+    }
+
+    /// The waiting part of `acquire`, counted in `WAITERS`: `Ok(true)` has also uncounted.
+    fn wait_as_waiter(&self, wakeups: &WakeUps, deadline: Option<Instant>) -> Result<bool, TokensError> {
+        let take_and_leave = [
+            sembuf(SEM_TOKENS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO),
+            sembuf(SEM_WAITERS, -1, libc::SEM_UNDO),
+        ];
+        let waiter = wakeups
+            .waiter()
+            .map_err(|e| error(format!("set {:?}: waiting on its pipe (epoll): {e}", self.name)))?;
+        let mut woken_by_byte = false;
+        loop {
+            if self.try_semop(take_and_leave, "taking a token")? {
+                if !woken_by_byte {
+                    // Keep the pipe's bytes close to the tokens freed for waiters: the byte
+                    // written for the token taken here would only wake a waiter for nothing.
+                    wakeups.take_one();
+                }
+                return Ok(true);
+            }
+            let left =
+                deadline.map_or(Duration::from_secs(3600), |d| d.saturating_duration_since(Instant::now()));
+            if left.is_zero() {
+                return Ok(false);
+            }
+            woken_by_byte = waiter
+                .wait(left)
+                .map_err(|e| error(format!("set {:?}: waiting on its pipe (epoll_wait): {e}", self.name)))?
+                && wakeups.take_one();
+        }
+    }
+
+    /// `acquire` for a process without the pipe: the semaphore's own wait.
+    fn acquire_on_semaphore(&self, limit: Duration) -> Result<bool, TokensError> {
         // No deadline for a limit too long to add (Duration::MAX): wait in long slices.
         let deadline = Instant::now().checked_add(limit);
         loop {
@@ -277,24 +390,54 @@ impl HostTokens {
         }
     }
 
-    /// Gives a token back (to the first waiter, if any).
+    /// Gives a token back; if anybody waits on the pipe, wakes the first.
     pub fn release(&self) -> Result<(), TokensError> {
-        let mut op = sembuf(SEM_TOKENS, 1, libc::SEM_UNDO);
-        // SAFETY: one valid sembuf.
-        if unsafe { libc::semop(self.semid, &mut op, 1) } < 0 {
-            return Err(error(format!(
-                "set {:?}: giving a token back (semop): {}",
-                self.name,
-                io::Error::last_os_error()
-            )));
+        self.semop(&mut [sembuf(SEM_TOKENS, 1, libc::SEM_UNDO)], "giving a token back")?;
+        if let Some(wakeups) = &self.wakeups {
+            // Read after the token is free: a waiter counted itself before its first try, so
+            // either that try finds the token or this read finds the waiter.
+            if self.value(SEM_WAITERS)? > 0 {
+                wakeups.wake_one();
+                HANDED_OVER.with(|h| h.set(true));
+            }
         }
         Ok(())
+    }
+
+    /// One atomic `semop` of `ops` (interrupted: tried again).
+    fn raw_semop(&self, ops: &mut [libc::sembuf]) -> io::Result<()> {
+        loop {
+            // SAFETY: `ops` is a valid array of `ops.len()` sembufs.
+            if unsafe { libc::semop(self.semid, ops.as_mut_ptr(), ops.len()) } == 0 {
+                return Ok(());
+            }
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EINTR) {
+                return Err(err);
+            }
+        }
+    }
+
+    fn semop(&self, ops: &mut [libc::sembuf], what: &str) -> Result<(), TokensError> {
+        self.raw_semop(ops).map_err(|e| error(format!("set {:?}: {what} (semop): {e}", self.name)))
+    }
+
+    /// `semop` of `IPC_NOWAIT` operations: `Ok(false)` if they cannot all be done now.
+    fn try_semop<const N: usize>(&self, mut ops: [libc::sembuf; N], what: &str) -> Result<bool, TokensError> {
+        match self.raw_semop(&mut ops) {
+            Ok(()) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => Ok(false),
+            Err(e) => Err(error(format!("set {:?}: {what} (semop): {e}", self.name))),
+        }
     }
 
     /// Deletes the set: every process using it gets errors from then on (their pools run
     /// without tokens). For a named set, when no cotenant process on the host uses it.
     pub fn remove(mut self) -> Result<(), TokensError> {
         let result = self.remove_set();
+        if !self.remove_on_drop {
+            remove_fifo(&self.name)?;
+        }
         self.remove_on_drop = false;
         result
     }
@@ -308,13 +451,14 @@ impl HostTokens {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(false),
             Err(e) => return Err(error(format!("set {name:?} (semget): {e}"))),
         };
-        let set = HostTokens { semid, count: 0, name: name.to_owned(), remove_on_drop: false };
+        let set = HostTokens::without_pipe(semid, 0, name);
         if set.initialised()? == Some(false) {
             return Err(error(format!(
                 "set {name:?}: its key holds a semaphore set that is not cotenant's; not removed"
             )));
         }
         set.remove_set()?;
+        remove_fifo(name)?;
         Ok(true)
     }
 
@@ -337,6 +481,39 @@ impl Drop for HostTokens {
             let _ = self.remove_set();
         }
     }
+}
+
+/// The named pipe of this user's set `name`.
+fn fifo_path(name: &str) -> PathBuf {
+    // SAFETY: getuid cannot fail.
+    wakeup::fifo_path(unsafe { libc::getuid() }, user_key(name))
+}
+
+/// Set in a process's environment, it waits on the semaphore instead of the pipe (to measure one
+/// hand-over against the other on the same host; `RESULTS.md`).
+pub const NO_PIPE_ENV: &str = "COTENANT_TOKENS_NO_PIPE";
+
+/// Opens the pipe of the set `name`; without one (logged) this process waits on the semaphore.
+fn named_wakeups(name: &str) -> Option<WakeUps> {
+    if std::env::var_os(NO_PIPE_ENV).is_some() {
+        return None;
+    }
+    let path = fifo_path(name);
+    WakeUps::named(&path)
+        .map_err(|e| {
+            tracing::warn!(
+                "host tokens: set {name:?}: no hand-over pipe at {} ({e}); waiting on the semaphore, \
+                 which may leave a CPU idle at each hand-over",
+                path.display()
+            )
+        })
+        .ok()
+}
+
+fn remove_fifo(name: &str) -> Result<(), TokensError> {
+    let path = fifo_path(name);
+    WakeUps::remove(&path)
+        .map_err(|e| error(format!("set {name:?}: removing its pipe {}: {e}", path.display())))
 }
 
 fn check_count(count: u32) -> Result<(), TokensError> {
