@@ -184,9 +184,15 @@ fn an_unbounded_wait_waits_for_the_token() {
 fn a_newcomer_never_takes_a_token_past_a_waiter() {
     let tokens = Arc::new(HostTokens::private(1).unwrap());
     assert!(tokens.acquire(std::time::Duration::ZERO).unwrap());
+    // A lost wake-up would still end with the token, by the last try at the limit: the limit
+    // is what tells them apart (a woken waiter returns at once, a lost one after 20 s).
+    let limit = std::time::Duration::from_secs(20);
     let waiter = {
         let tokens = tokens.clone();
-        std::thread::spawn(move || tokens.acquire(std::time::Duration::from_secs(60)).unwrap())
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            (tokens.acquire(limit).unwrap(), start.elapsed())
+        })
     };
     while tokens.waiting().unwrap() == 0 {
         std::thread::yield_now();
@@ -195,32 +201,45 @@ fn a_newcomer_never_takes_a_token_past_a_waiter() {
     // Whether or not the waiter has run yet, the freed token is the waiter's: still counted
     // as waiting, or already taken.
     assert!(!tokens.acquire(std::time::Duration::ZERO).unwrap());
-    assert!(waiter.join().unwrap());
+    let (got, waited) = waiter.join().unwrap();
+    assert!(got);
+    assert!(waited < limit, "the waiter was not woken: it took the token at its limit");
     assert_eq!((tokens.available().unwrap(), tokens.waiting().unwrap()), (0, 0));
     tokens.release().unwrap();
 }
 
-/// Runs `op` in a forked child that then sleeps until killed; returns its pid. The child makes
-/// only system calls (no allocation), as a child of a multi-threaded process must.
-fn in_child(op: impl FnOnce()) -> libc::pid_t {
-    // SAFETY: the child runs `op` (system calls on inherited descriptors) and never returns.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-    if pid == 0 {
-        op();
-        loop {
-            // SAFETY: plain system call.
-            unsafe { libc::pause() };
+/// A forked child, killed and reaped when dropped (also when an assertion fails first).
+struct Child(libc::pid_t);
+
+impl Child {
+    /// Runs `op` in a forked child that then sleeps until killed. The child makes only system
+    /// calls (no allocation, no unwinding: it exits at once if `op` fails), as a child of a
+    /// multi-threaded process must.
+    fn run(op: impl FnOnce() -> bool) -> Child {
+        // SAFETY: the child runs `op` (system calls on inherited descriptors) and never returns.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+        if pid == 0 {
+            if !op() {
+                // SAFETY: ends the child without running the parent's code.
+                unsafe { libc::_exit(1) };
+            }
+            loop {
+                // SAFETY: plain system call.
+                unsafe { libc::pause() };
+            }
         }
+        Child(pid)
     }
-    pid
 }
 
-fn kill_and_reap(pid: libc::pid_t) {
-    // SAFETY: our own child.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        libc::waitpid(pid, std::ptr::null_mut(), 0);
+impl Drop for Child {
+    fn drop(&mut self) {
+        // SAFETY: our own child.
+        unsafe {
+            libc::kill(self.0, libc::SIGKILL);
+            libc::waitpid(self.0, std::ptr::null_mut(), 0);
+        }
     }
 }
 
@@ -238,17 +257,15 @@ fn a_process_that_dies_holding_a_token_or_waiting_for_one_leaves_nothing_behind(
     let tokens = HostTokens::private(1).unwrap();
     assert!(tokens.hands_over_by_pipe());
     // A holder dies: the kernel gives its token back.
-    let holder = in_child(|| assert!(tokens.acquire(std::time::Duration::ZERO).unwrap()));
+    let holder = Child::run(|| matches!(tokens.acquire(std::time::Duration::ZERO), Ok(true)));
     until("the child holds the token", || tokens.available().unwrap() == 0);
-    kill_and_reap(holder);
+    drop(holder);
     assert_eq!(tokens.available().unwrap(), 1, "the dead holder's token came back");
     // A waiter dies: it no longer counts as one, so newcomers are not held back behind it.
     assert!(tokens.acquire(std::time::Duration::ZERO).unwrap());
-    let waiter = in_child(|| {
-        let _ = tokens.acquire(std::time::Duration::from_secs(3600));
-    });
+    let waiter = Child::run(|| tokens.acquire(std::time::Duration::from_secs(3600)).is_ok());
     until("the child waits", || tokens.waiting().unwrap() == 1);
-    kill_and_reap(waiter);
+    drop(waiter);
     assert_eq!(tokens.waiting().unwrap(), 0, "the dead waiter is no longer counted");
     tokens.release().unwrap();
     assert!(tokens.acquire(std::time::Duration::ZERO).unwrap(), "a newcomer takes the free token");

@@ -2,8 +2,8 @@
 //! ([`Builder::host_tokens`](crate::Builder::host_tokens)); a worker holds one while it runs a
 //! task and hands it back after. Cooperating pools then never run more tasks at once than the
 //! host has CPUs, and no pool has to guess its neighbours' demand from last period's counters:
-//! a token freed by one process goes to whichever process waits for one (first come, first
-//! served), at the instant it is freed. This is GNU make's jobserver applied to CPU-bound
+//! a token freed by one process wakes a worker of whichever process waits for one, at the
+//! instant it is freed. This is GNU make's jobserver applied to CPU-bound
 //! tasks, and what the simulator showed the adaptive policy alone cannot do on a host where
 //! every thread competes with every other one (`RESULTS.md`, "Host tokens").
 //!
@@ -16,8 +16,9 @@
 //! The hand-over (who gets a freed token, and how the waiter wakes) goes through a pipe
 //! ([`wakeup`]): the semaphore's own wait wakes its waiter in a way that leaves a CPU idle on a
 //! busy host, the pipe's does not. The protocol, in the set's semaphores:
-//! - take: one atomic `semop` that succeeds only if nobody waits and a token is free (so a
-//!   newcomer never passes a waiter);
+//! - take: one atomic `semop` that succeeds only if nobody waits and a token is free (a
+//!   newcomer does not go ahead of the waiters, except that a woken waiter that has not run
+//!   yet competes with the tries of the others, newcomers included);
 //! - otherwise wait: count oneself in `WAITERS`, then repeatedly try to take a token and leave
 //!   `WAITERS` in one atomic `semop`, sleeping on the pipe between tries;
 //! - give back: free the token, then, if anybody waits, write one byte to the pipe, which wakes
@@ -25,17 +26,21 @@
 //!   itself, so that the waiter it woke on its CPU takes the token rather than it.
 //!
 //! Every adjustment is `SEM_UNDO`, so a process that dies neither keeps a token nor counts as a
-//! waiter. No wake-up is lost: a waiter counts itself before its first try, and a releaser frees
-//! the token before it reads the count; a token that comes back without a byte (from a dead
-//! holder) is found at the end of a waiter's slice. Where the pipe cannot be opened (no writable
-//! `/dev/shm` or temporary directory) a process waits on the semaphore itself, as before, which
-//! is correct but may pass pipe waiters.
+//! waiter. Among processes that share the pipe no wake-up is lost: a waiter counts itself before
+//! its first try, and a releaser frees the token before it reads the count. A token that comes
+//! back without a byte is found at the end of a waiter's slice (50 ms in a pool): one a dead
+//! holder held, or one freed by a process that cannot open the pipe (its path is in `/dev/shm`,
+//! else `/tmp`; a process that cannot create or open it logs so and waits on the semaphore
+//! itself, which is correct but may pass pipe waiters and pays the old hand-over cost). Pipe
+//! waiters are served in the order their current wait began: a pool waits in 50 ms slices, and
+//! each slice queues again.
 //!
 //! A worker waits for a token at most the pool's limit (`Builder::host_tokens_wait`): holders
 //! may be blocked (a task waiting for I/O or for another task while holding one), and a
 //! blocked holder must slow cooperating pools down, not stall them; the task then runs without
-//! a token (`pool/host_tokens.rs`). The set's three semaphores: the free tokens, a marker (`MAGIC`, so that a foreign set
-//! with the same key is refused), and the token count it was created with.
+//! a token (`pool/host_tokens.rs`). The set's four semaphores: the free tokens, a marker
+//! (`MAGIC`, so that a foreign set with the same key is refused), the token count it was created
+//! with, and the waiters on the pipe.
 
 mod wakeup;
 
@@ -68,8 +73,11 @@ pub struct HostTokens {
     name: String,
     /// Removed on drop (a private set: nobody else can find it, or one already removed).
     remove_on_drop: bool,
-    /// The hand-over's pipe; `None`: this process waits on the semaphore.
+    /// The hand-over's pipe, used to wake waiters whenever it could be opened.
     wakeups: Option<WakeUps>,
+    /// Whether this process also waits on the pipe (`false`: on the semaphore, see
+    /// [`NO_PIPE_ENV`]).
+    waits_on_pipe: bool,
 }
 
 thread_local! {
@@ -143,13 +151,14 @@ impl HostTokens {
             unsafe { libc::semget(user_key(name), NSEMS, libc::IPC_CREAT | libc::IPC_EXCL | 0o600) };
         if created >= 0 {
             let mut tokens = HostTokens::without_pipe(created, count, name);
+            tokens.open_pipe();
+            // A pipe left by a removed set may still hold its wake-ups; drained before the set
+            // is usable (initialised), so that no wake-up of this set is lost.
+            tokens.wakeups.iter().for_each(WakeUps::drain);
             tokens.initialise(count).map_err(|e| {
                 let _ = tokens.remove_set();
                 error(format!("initialising set {name:?}: {e}"))
             })?;
-            tokens.wakeups = named_wakeups(name);
-            // A pipe left by a removed set may still hold its wake-ups.
-            tokens.wakeups.iter().for_each(WakeUps::drain);
             return Ok(tokens);
         }
         let err = io::Error::last_os_error();
@@ -160,7 +169,7 @@ impl HostTokens {
         let mut tokens = HostTokens::without_pipe(semid, 0, name);
         tokens.wait_until_initialised()?;
         tokens.count = tokens.value(SEM_COUNT)?;
-        tokens.wakeups = named_wakeups(name);
+        tokens.open_pipe();
         Ok(tokens)
     }
 
@@ -184,11 +193,36 @@ impl HostTokens {
         tokens.initialise(count).map_err(|e| error(format!("initialising a private set: {e}")))?;
         tokens.wakeups =
             Some(WakeUps::anonymous().map_err(|e| error(format!("creating a private set's pipe: {e}")))?);
+        tokens.waits_on_pipe = true;
         Ok(tokens)
     }
 
+    /// Opens the named set's pipe (logged if it cannot), and decides how this process waits.
+    fn open_pipe(&mut self) {
+        let path = fifo_path(&self.name);
+        self.wakeups = WakeUps::named(&path)
+            .map_err(|e| {
+                tracing::warn!(
+                    "host tokens: set {:?}: no hand-over pipe at {} ({e}); waiting on the semaphore, \
+                     which may leave a CPU idle at each hand-over, and pipe waiters of other \
+                     processes find the tokens this one frees only at the end of their slice",
+                    self.name,
+                    path.display()
+                )
+            })
+            .ok();
+        self.waits_on_pipe = self.wakeups.is_some() && std::env::var_os(NO_PIPE_ENV).is_none();
+    }
+
     fn without_pipe(semid: i32, count: u32, name: &str) -> HostTokens {
-        HostTokens { semid, count, name: name.to_owned(), remove_on_drop: false, wakeups: None }
+        HostTokens {
+            semid,
+            count,
+            name: name.to_owned(),
+            remove_on_drop: false,
+            wakeups: None,
+            waits_on_pipe: false,
+        }
     }
 
     /// The set's first `semop` (it also stamps `sem_otime`, which tells openers it is ready).
@@ -288,13 +322,13 @@ impl HostTokens {
     /// Whether this process's hand-overs go through the pipe (`false`: the semaphore's own
     /// wait, see the module documentation).
     pub fn hands_over_by_pipe(&self) -> bool {
-        self.wakeups.is_some()
+        self.waits_on_pipe
     }
 
     /// Takes a token, waiting at most `limit` (`Ok(false)`: none came in time). A zero limit
     /// takes one only if one is free and nobody waits.
     pub fn acquire(&self, limit: Duration) -> Result<bool, TokensError> {
-        let Some(wakeups) = &self.wakeups else {
+        let Some(wakeups) = self.wakeups.as_ref().filter(|_| self.waits_on_pipe) else {
             return self.acquire_on_semaphore(limit);
         };
         let just_handed_over = HANDED_OVER.with(|h| h.replace(false));
@@ -319,7 +353,13 @@ impl HostTokens {
         let got = self.wait_as_waiter(wakeups, deadline);
         if !matches!(got, Ok(true)) {
             // Leaving without a token: no longer a waiter (a token taken left in the same semop).
-            self.semop(&mut [sembuf(SEM_WAITERS, -1, libc::SEM_UNDO)], "uncounting a waiter")?;
+            // IPC_NOWAIT: the count is ours to decrement, so this never blocks; if it fails, the
+            // first error is the one to report.
+            let uncounted = self.semop(
+                &mut [sembuf(SEM_WAITERS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO)],
+                "uncounting a waiter",
+            );
+            return got.and_then(|got| uncounted.map(|()| got));
         }
         got
     }
@@ -328,7 +368,7 @@ impl HostTokens {
     fn wait_as_waiter(&self, wakeups: &WakeUps, deadline: Option<Instant>) -> Result<bool, TokensError> {
         let take_and_leave = [
             sembuf(SEM_TOKENS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO),
-            sembuf(SEM_WAITERS, -1, libc::SEM_UNDO),
+            sembuf(SEM_WAITERS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO),
         ];
         let waiter = wakeups
             .waiter()
@@ -396,8 +436,7 @@ impl HostTokens {
         if let Some(wakeups) = &self.wakeups {
             // Read after the token is free: a waiter counted itself before its first try, so
             // either that try finds the token or this read finds the waiter.
-            if self.value(SEM_WAITERS)? > 0 {
-                wakeups.wake_one();
+            if self.value(SEM_WAITERS)? > 0 && wakeups.wake_one() {
                 HANDED_OVER.with(|h| h.set(true));
             }
         }
@@ -435,11 +474,9 @@ impl HostTokens {
     /// without tokens). For a named set, when no cotenant process on the host uses it.
     pub fn remove(mut self) -> Result<(), TokensError> {
         let result = self.remove_set();
-        if !self.remove_on_drop {
-            remove_fifo(&self.name)?;
-        }
+        let pipe = if self.remove_on_drop { Ok(()) } else { remove_fifo(&self.name) };
         self.remove_on_drop = false;
-        result
+        result.and(pipe)
     }
 
     /// Deletes this user's set `name` without opening it: also one left uninitialised by a
@@ -448,7 +485,8 @@ impl HostTokens {
     pub fn remove_named(name: &str) -> Result<bool, TokensError> {
         let semid = match existing(name) {
             Ok(semid) => semid,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(false),
+            // No set: a pipe its removal left (a crash in between) goes all the same.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return remove_fifo(name).map(|()| false),
             Err(e) => return Err(error(format!("set {name:?} (semget): {e}"))),
         };
         let set = HostTokens::without_pipe(semid, 0, name);
@@ -490,25 +528,8 @@ fn fifo_path(name: &str) -> PathBuf {
 }
 
 /// Set in a process's environment, it waits on the semaphore instead of the pipe (to measure one
-/// hand-over against the other on the same host; `RESULTS.md`).
+/// hand-over against the other on the same host; `RESULTS.md`); it still wakes pipe waiters.
 pub const NO_PIPE_ENV: &str = "COTENANT_TOKENS_NO_PIPE";
-
-/// Opens the pipe of the set `name`; without one (logged) this process waits on the semaphore.
-fn named_wakeups(name: &str) -> Option<WakeUps> {
-    if std::env::var_os(NO_PIPE_ENV).is_some() {
-        return None;
-    }
-    let path = fifo_path(name);
-    WakeUps::named(&path)
-        .map_err(|e| {
-            tracing::warn!(
-                "host tokens: set {name:?}: no hand-over pipe at {} ({e}); waiting on the semaphore, \
-                 which may leave a CPU idle at each hand-over",
-                path.display()
-            )
-        })
-        .ok()
-}
 
 fn remove_fifo(name: &str) -> Result<(), TokensError> {
     let path = fifo_path(name);
@@ -542,21 +563,41 @@ mod tests {
         assert_eq!(tokens.available().unwrap(), 2);
     }
 
-    #[test]
-    fn a_waiter_gets_the_token_a_holder_releases() {
-        let tokens = std::sync::Arc::new(HostTokens::private(1).unwrap());
+    /// A waiter is woken by the release: it returns with the token before its limit (a lost
+    /// wake-up would also end with the token, by the last try at the limit).
+    fn hand_over(tokens: HostTokens) {
+        let tokens = std::sync::Arc::new(tokens);
         assert!(tokens.acquire(Duration::ZERO).unwrap());
+        let limit = Duration::from_secs(20);
         let waiter = {
             let tokens = tokens.clone();
-            std::thread::spawn(move || tokens.acquire(Duration::from_secs(60)).unwrap())
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                (tokens.acquire(limit).unwrap(), start.elapsed())
+            })
         };
-        // Released only once the waiter waits (GETNCNT), so that the handover is what is tested.
+        // Released only once the waiter waits, so that the hand-over is what is tested.
         while tokens.waiting().unwrap() == 0 {
             std::thread::yield_now();
         }
         tokens.release().unwrap();
-        assert!(waiter.join().unwrap());
-        assert_eq!(tokens.available().unwrap(), 0);
+        let (got, waited) = waiter.join().unwrap();
+        assert!(got && waited < limit, "woken: {got}, after {waited:?}");
+        assert_eq!((tokens.available().unwrap(), tokens.waiting().unwrap()), (0, 0));
+    }
+
+    #[test]
+    fn a_waiter_gets_the_token_a_holder_releases() {
+        let tokens = HostTokens::private(1).unwrap();
+        assert!(tokens.hands_over_by_pipe());
+        hand_over(tokens);
+    }
+
+    #[test]
+    fn without_the_pipe_a_waiter_is_woken_by_the_semaphore() {
+        let mut tokens = HostTokens::private(1).unwrap();
+        tokens.waits_on_pipe = false;
+        hand_over(tokens);
     }
 
     #[test]

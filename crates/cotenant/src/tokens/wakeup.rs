@@ -15,9 +15,11 @@
 //! byte wakes one waiter, in the order they began to wait, and still with a timeout (a blocking
 //! `read` would give both, but no timeout). epoll passes the pipe's synchronous wake-up on.
 //!
-//! Processes share the channel through a named pipe (FIFO) next to the set: in `/dev/shm` (or
-//! the temporary directory), `cotenant-tokens-<uid>-<key>`, mode 0600, refused unless it is a
-//! FIFO owned by this user.
+//! Processes share the channel through a named pipe (FIFO): `cotenant-tokens-<uid>-<key>` in
+//! `/dev/shm`, or in `/tmp` on a host without it (a fixed place, not `$TMPDIR`: every process of
+//! the set must find the same pipe), mode 0600, refused unless it is a FIFO owned by this user.
+//! A kernel without `EPOLLEXCLUSIVE` (before Linux 4.5) is found when the channel is opened, and
+//! the set then waits on the semaphore.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -36,8 +38,8 @@ pub(super) struct WakeUps {
 
 /// Where the named channel of the set with System V key `key` lives.
 pub(super) fn fifo_path(uid: u32, key: i32) -> PathBuf {
-    let dir = Path::new("/dev/shm");
-    let dir = if dir.is_dir() { dir.to_path_buf() } else { std::env::temp_dir() };
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() { shm } else { Path::new("/tmp") };
     dir.join(format!("cotenant-tokens-{uid}-{:08x}", key as u32))
 }
 
@@ -56,7 +58,9 @@ impl WakeUps {
         }
         // SAFETY: pipe2 succeeded: both descriptors are open and ours alone.
         let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        Ok(WakeUps { read, write: Some(write) })
+        let channel = WakeUps { read, write: Some(write) };
+        channel.waiter()?;
+        Ok(channel)
     }
 
     /// Opens the named channel at `path`, creating it if nobody has. Refuses anything but a
@@ -65,12 +69,22 @@ impl WakeUps {
     pub(super) fn named(path: &Path) -> io::Result<WakeUps> {
         let c_path = cstring(path)?;
         // SAFETY: a valid C string.
-        if unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) } < 0 {
+        let created = unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) } == 0;
+        if !created {
             let err = io::Error::last_os_error();
             if err.raw_os_error() != Some(libc::EEXIST) {
                 return Err(err);
             }
         }
+        let opened = Self::open_checked(&c_path);
+        if opened.is_err() && created {
+            // Ours and unusable (a umask that took the owner's access away, say): not left behind.
+            let _ = Self::remove(path);
+        }
+        opened
+    }
+
+    fn open_checked(c_path: &CString) -> io::Result<WakeUps> {
         // Read and write: never blocks on a FIFO (Linux), and the pipe exists as long as one
         // process has it open.
         let flags = libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOFOLLOW;
@@ -91,7 +105,9 @@ impl WakeUps {
                 "not a FIFO of this user with mode 0600; remove it",
             ));
         }
-        Ok(WakeUps { read: file.into(), write: None })
+        let channel = WakeUps { read: file.into(), write: None };
+        channel.waiter()?;
+        Ok(channel)
     }
 
     /// Removes the named channel at `path` (nothing to do if it is gone).
@@ -106,12 +122,13 @@ impl WakeUps {
         self.write.as_ref().unwrap_or(&self.read)
     }
 
-    /// Wakes one waiter (the first that began to wait). A full pipe already holds more
-    /// wake-ups than anyone waits for, so a write that does not fit is dropped.
-    pub(super) fn wake_one(&self) {
+    /// Wakes one waiter (the first that began to wait); whether a wake-up was written. A full
+    /// pipe already holds more wake-ups than anyone waits for, so one that does not fit is
+    /// dropped.
+    pub(super) fn wake_one(&self) -> bool {
         let byte = 1u8;
         // SAFETY: writes one byte from a valid buffer.
-        let _ = unsafe { libc::write(self.write_fd().as_raw_fd(), (&byte as *const u8).cast(), 1) };
+        unsafe { libc::write(self.write_fd().as_raw_fd(), (&byte as *const u8).cast(), 1) == 1 }
     }
 
     /// Consumes one wake-up if one is there; whether it was.
@@ -174,8 +191,7 @@ mod tests {
         let channel = WakeUps::anonymous().unwrap();
         let waiter = channel.waiter().unwrap();
         assert!(!waiter.wait(Duration::ZERO).unwrap());
-        channel.wake_one();
-        channel.wake_one();
+        assert!(channel.wake_one() && channel.wake_one());
         assert!(waiter.wait(Duration::ZERO).unwrap());
         assert!(channel.take_one());
         channel.drain();
@@ -186,6 +202,7 @@ mod tests {
     #[test]
     fn a_named_channel_is_shared_and_someone_elses_file_is_refused() {
         let dir = std::env::temp_dir().join(format!("cotenant-wakeup-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("fifo");
         let (first, second) = (WakeUps::named(&path).unwrap(), WakeUps::named(&path).unwrap());
@@ -197,6 +214,14 @@ mod tests {
         let file = dir.join("file");
         std::fs::write(&file, b"").unwrap();
         let e = WakeUps::named(&file).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        // A FIFO others may write to is not ours either (they could fake wake-ups).
+        let open_fifo = dir.join("open-fifo");
+        let c_path = cstring(&open_fifo).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        std::fs::set_permissions(&open_fifo, std::os::unix::fs::PermissionsExt::from_mode(0o622)).unwrap();
+        let e = WakeUps::named(&open_fifo).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
