@@ -61,10 +61,8 @@ fn pools_sharing_tokens_never_run_more_tasks_at_once_than_tokens() {
 fn a_pool_whose_tokens_are_all_held_elsewhere_still_runs_its_tasks() {
     // Every token held by someone who never gives it back (a blocked holder): the pool waits
     // the limit once per task, then runs the task without one and counts it.
-    let tokens = Arc::new(HostTokens::private(1).unwrap());
-    assert!(tokens.acquire(std::time::Duration::ZERO).unwrap());
-    let pool =
-        Pool::builder().policy(Policy::fixed(1)).threads(1).host_tokens(tokens.clone()).build().unwrap();
+    // The default limit, 1 s.
+    let (tokens, pool) = token_held_elsewhere(std::time::Duration::from_secs(1));
     assert_eq!(pool.spawn(|| 7).join().unwrap(), 7);
     assert_eq!(pool.metrics().token_timeouts, 1);
     pool.shutdown();
@@ -124,28 +122,32 @@ fn host_tokens_refuse_a_cpu_budget_and_a_zero_wait() {
     assert!(wait.contains("host_tokens_wait must be at least 1ms"), "{wait}");
 }
 
-#[test]
-fn shutdown_now_cancels_a_task_whose_worker_waits_for_a_token() {
-    // The only token is held elsewhere; the worker pops the task and waits (limit 60 s);
-    // shutdown_now must cancel it within a wait slice, not run it.
+/// A set of one token, held here, and a one-worker pool sharing it that waits at most `wait`.
+fn token_held_elsewhere(wait: std::time::Duration) -> (Arc<HostTokens>, Pool) {
     let tokens = Arc::new(HostTokens::private(1).unwrap());
     assert!(tokens.acquire(std::time::Duration::ZERO).unwrap());
     let pool = Pool::builder()
         .policy(Policy::fixed(1))
         .threads(1)
         .host_tokens(tokens.clone())
-        .host_tokens_wait(std::time::Duration::from_secs(60))
+        .host_tokens_wait(wait)
         .build()
         .unwrap();
+    (tokens, pool)
+}
+
+#[test]
+fn shutdown_now_cancels_a_task_whose_worker_waits_for_a_token() {
+    // The only token is held elsewhere; the worker pops the task and waits (limit 60 s);
+    // shutdown_now must cancel it within a wait slice, not run it.
+    let (tokens, pool) = token_held_elsewhere(std::time::Duration::from_secs(60));
     let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let task = {
         let ran = ran.clone();
         pool.spawn(move || ran.store(true, Ordering::SeqCst))
     };
     // Shut down once the worker waits for a token, so that the wait is what is tested.
-    while tokens.waiting().unwrap() == 0 {
-        std::thread::yield_now();
-    }
+    until("the worker waits for a token", || tokens.waiting().unwrap() > 0);
     pool.shutdown_now();
     assert!(matches!(task.join(), Err(cotenant::JoinError::Cancelled)));
     assert!(!ran.load(Ordering::SeqCst));
@@ -157,19 +159,9 @@ fn shutdown_now_cancels_a_task_whose_worker_waits_for_a_token() {
 fn an_unbounded_wait_waits_for_the_token() {
     // host_tokens_wait(Duration::MAX): the worker waits past its 50 ms cancel-check slices
     // until the token comes, and runs its task holding it (no timeout counted).
-    let tokens = Arc::new(HostTokens::private(1).unwrap());
-    assert!(tokens.acquire(std::time::Duration::ZERO).unwrap());
-    let pool = Pool::builder()
-        .policy(Policy::fixed(1))
-        .threads(1)
-        .host_tokens(tokens.clone())
-        .host_tokens_wait(std::time::Duration::MAX)
-        .build()
-        .unwrap();
+    let (tokens, pool) = token_held_elsewhere(std::time::Duration::MAX);
     let task = pool.spawn(|| 5);
-    while tokens.waiting().unwrap() == 0 {
-        std::thread::yield_now();
-    }
+    until("the worker waits for a token", || tokens.waiting().unwrap() > 0);
     // Several slices pass while the token is held elsewhere (a longer sleep only makes the
     // test stricter, never flaky).
     std::thread::sleep(std::time::Duration::from_millis(150));
@@ -181,7 +173,7 @@ fn an_unbounded_wait_waits_for_the_token() {
 }
 
 #[test]
-fn a_newcomer_never_takes_a_token_past_a_waiter() {
+fn a_newcomer_does_not_take_the_token_a_waiter_was_woken_for() {
     let tokens = Arc::new(HostTokens::private(1).unwrap());
     assert!(tokens.acquire(std::time::Duration::ZERO).unwrap());
     // A lost wake-up would still end with the token, by the last try at the limit: the limit
@@ -194,9 +186,7 @@ fn a_newcomer_never_takes_a_token_past_a_waiter() {
             (tokens.acquire(limit).unwrap(), start.elapsed())
         })
     };
-    while tokens.waiting().unwrap() == 0 {
-        std::thread::yield_now();
-    }
+    until("the waiter waits", || tokens.waiting().unwrap() > 0);
     tokens.release().unwrap();
     // Whether or not the waiter has run yet, the freed token is the waiter's: still counted
     // as waiting, or already taken.

@@ -338,8 +338,8 @@ impl Builder {
     /// Share the host's CPU tokens with the other pools that use the same set
     /// ([`HostTokens`](crate::tokens::HostTokens)): a worker holds a token while it runs a task,
     /// so that cooperating pools together never run more tasks at once than there are tokens
-    /// (one per CPU), and a token one pool gives back is handed to the first worker waiting,
-    /// in whichever pool (`docs/host-tokens.md`, with what it costs on a real kernel). A worker
+    /// (one per CPU), and a token one pool gives back wakes a worker waiting for one, in
+    /// whichever pool (`docs/host-tokens.md`, with what it costs on a real kernel). A worker
     /// that gets no token within [`host_tokens_wait`](Builder::host_tokens_wait) runs its task
     /// without one and counts it in [`Metrics::token_timeouts`]. For CPU-bound tasks: a task
     /// that blocks holds its token (so not combinable with [`elastic`](Builder::elastic), nor
@@ -362,7 +362,7 @@ impl Builder {
 
     /// How long a worker of a [`host_tokens`](Builder::host_tokens) pool waits for a token
     /// before it runs its task without one (counted in [`Metrics::token_timeouts`]). Tokens
-    /// are handed over in arrival order, so a wait lasts about (waiting workers / tokens) ×
+    /// are handed over roughly in arrival order, so a wait lasts about (waiting workers / tokens) ×
     /// task time: raise the limit above that for long tasks on a crowded host, or tasks will run
     /// without tokens exactly when the host is busiest. At least 1 ms. Default: 1 s.
     #[cfg(not(loom))]

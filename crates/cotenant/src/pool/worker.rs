@@ -216,7 +216,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 if guarded(move || job.run() == Outcome::Panicked) {
                     stats.panicked.fetch_add(1, Ordering::Relaxed);
                 }
-                // Given back after every task, so that a waiting pool gets it first (FIFO).
+                // Given back after every task, so that a waiting worker of any pool gets it next.
                 #[cfg(not(loom))]
                 drop(token);
                 #[cfg(not(loom))]

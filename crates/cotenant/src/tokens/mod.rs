@@ -342,7 +342,6 @@ impl HostTokens {
         if limit.is_zero() {
             return Ok(false);
         }
-        // No deadline for a limit too long to add (Duration::MAX): wait in long slices.
         let deadline = Instant::now().checked_add(limit);
         self.semop(&mut [sembuf(SEM_WAITERS, 1, libc::SEM_UNDO)], "counting a waiter")?;
         if just_handed_over {
@@ -383,8 +382,7 @@ impl HostTokens {
                 }
                 return Ok(true);
             }
-            let left =
-                deadline.map_or(Duration::from_secs(3600), |d| d.saturating_duration_since(Instant::now()));
+            let left = time_left(deadline);
             if left.is_zero() {
                 return Ok(false);
             }
@@ -397,11 +395,9 @@ impl HostTokens {
 
     /// `acquire` for a process without the pipe: the semaphore's own wait.
     fn acquire_on_semaphore(&self, limit: Duration) -> Result<bool, TokensError> {
-        // No deadline for a limit too long to add (Duration::MAX): wait in long slices.
         let deadline = Instant::now().checked_add(limit);
         loop {
-            let left =
-                deadline.map_or(Duration::from_secs(3600), |d| d.saturating_duration_since(Instant::now()));
+            let left = time_left(deadline);
             let timeout = libc::timespec {
                 tv_sec: left.as_secs().min(i64::MAX as u64) as libc::time_t,
                 tv_nsec: left.subsec_nanos() as libc::c_long,
@@ -521,14 +517,21 @@ impl Drop for HostTokens {
     }
 }
 
+/// The time to `deadline`; `None` (a limit too long to add, `Duration::MAX`): no deadline,
+/// waited out in hour-long slices.
+fn time_left(deadline: Option<Instant>) -> Duration {
+    deadline.map_or(Duration::from_secs(3600), |d| d.saturating_duration_since(Instant::now()))
+}
+
 /// The named pipe of this user's set `name`.
 fn fifo_path(name: &str) -> PathBuf {
     // SAFETY: getuid cannot fail.
     wakeup::fifo_path(unsafe { libc::getuid() }, user_key(name))
 }
 
-/// Set in a process's environment, it waits on the semaphore instead of the pipe (to measure one
-/// hand-over against the other on the same host; `RESULTS.md`); it still wakes pipe waiters.
+/// Set in a process's environment, it waits on named sets' semaphores instead of their pipes (to
+/// measure one hand-over against the other on the same host; `RESULTS.md`); it still wakes pipe
+/// waiters. Private sets always use their pipe.
 pub const NO_PIPE_ENV: &str = "COTENANT_TOKENS_NO_PIPE";
 
 fn remove_fifo(name: &str) -> Result<(), TokensError> {
