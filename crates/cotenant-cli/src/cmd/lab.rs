@@ -41,6 +41,11 @@ pub fn run(args: &LabArgs) -> anyhow::Result<ExitCode> {
     if args.experiment == Experiment::Clean {
         return clean();
     }
+    anyhow::ensure!(
+        args.round_trip_us.is_none() || matches!(args.experiment, Experiment::Spin | Experiment::All),
+        "--round-trip-us applies to `cotenant lab spin` only, not to `{}`",
+        args.experiment.name()
+    );
     let lab = Lab::new()?;
     let experiments: Vec<Experiment> =
         if args.experiment == Experiment::All { ALL.to_vec() } else { vec![args.experiment] };

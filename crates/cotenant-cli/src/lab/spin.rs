@@ -2,7 +2,7 @@
 //! what each waiting strategy of `cotenant::wait` does about it.
 //!
 //! The model of WiredTiger's snapshot protocol (seed 004 §II-A): S sessions (threads) loop
-//! over transactions, each preceded by a 120 µs sleep that stands for the client's round trip
+//! over transactions, each preceded by a 200 µs sleep that stands for the client's round trip
 //! (the seed measured end-to-end latency at YCSB clients on another machine). Begin: mark the
 //! session's slot "allocating", take the next ID from a global counter, publish it in the slot
 //! (about 10 µs later). Snapshot: scan every other slot and, while one is
@@ -53,11 +53,18 @@ const UPDATE_WORK: u32 = 26_500;
 /// seconds (with 1 µs, a 3 s window saw 1 to 3 stalls, and the P99.9 depended on their count).
 const ALLOCATE_WORK: u32 = 6_500;
 /// The client's round trip, part of every transaction's end-to-end latency as in the seed
-/// (YCSB clients on another machine, 890 µs average latency unrestricted): the session sleeps
-/// it before each transaction (and the timer slack makes it about 50 µs longer). Sessions are
-/// therefore not CPU-bound: measured on the test VM, 4 sessions ran about 13,000 transactions
-/// of about 50 µs per second, 0.65 CPU, contending on 1 CPU but not on 2.
-const ROUND_TRIP: Duration = Duration::from_micros(120);
+/// (YCSB clients on another machine): the session sleeps it before each transaction (the timer
+/// slack makes it about 50 µs longer). It sets how busy the sessions keep the CPU they are
+/// restricted to, and that decides what the experiment can show (`--round-trip-us` sweeps it;
+/// RESULTS.md "spin", "Where the seed's shape holds"): with 120 µs, 4 sessions want 1.25 CPUs,
+/// so the one restricted CPU is saturated (0.98 used) and queueing alone raises every
+/// non-spinning strategy's P99.9 by 40-60 %, which the seed's back-off run (+7 %) shows its
+/// restricted cores did not do; with 300 µs and more (0.7 CPU and less) a session is almost
+/// never preempted inside its allocation window (most likely because the scheduler lets a
+/// task that sleeps every 50 µs finish its slice; not measured), so spinning rarely stalls. 200 µs keeps the restricted CPU about 85 %
+/// busy: contended, as the seed requires ("the number of user connections must exceed the
+/// number of physical cores"), but not overloaded.
+const ROUND_TRIP: Duration = Duration::from_micros(200);
 /// The seed's figures: P99.9 increase under `taskset` + `nice` (its Figures 2b and 3b).
 const SEED_INCREASE_SPIN: f64 = 21.68;
 const SEED_INCREASE_BACKOFF: f64 = 0.07;
@@ -173,6 +180,9 @@ impl Latencies {
 pub struct RunResult {
     pub latencies: Latencies,
     pub elapsed: Duration,
+    /// CPUs the process used on average over the run (its CPU time over the wall time): how
+    /// far the sessions load the CPUs they may use.
+    pub cpus_used: f64,
     /// Why the boost could not be applied, if it could not.
     pub boost_refused: Option<String>,
 }
@@ -257,6 +267,7 @@ pub fn run_once(spec: &RunSpec) -> anyhow::Result<RunResult> {
     }
     // The boost window is switched by this (unrestricted) thread; sessions apply it themselves.
     sleep_until(start);
+    let cpu_at_start = cotenant::sampler::process_cpu_ns().ok();
     if let Boost::Window { start: from, end } = spec.boost {
         sleep_until(start + from);
         shared.boosted_now.store(true, Ordering::SeqCst);
@@ -267,7 +278,12 @@ pub fn run_once(spec: &RunSpec) -> anyhow::Result<RunResult> {
     shared.stop.store(true, Ordering::SeqCst);
     shared.signal.notify_all();
     let elapsed = start.elapsed();
-    let mut result = RunResult { latencies: Latencies::new(), elapsed: spec.duration, boost_refused: None };
+    let cpus_used = match (cpu_at_start, cotenant::sampler::process_cpu_ns().ok()) {
+        (Some(a), Some(b)) => b.saturating_sub(a) as f64 / elapsed.as_nanos().max(1) as f64,
+        _ => f64::NAN,
+    };
+    let mut result =
+        RunResult { latencies: Latencies::new(), elapsed: spec.duration, cpus_used, boost_refused: None };
     for thread in threads {
         let session = thread.join().map_err(|_| anyhow::anyhow!("a session thread panicked"))??;
         result.latencies.add(&session)?;
@@ -482,6 +498,8 @@ impl Scenario {
 #[derive(Default)]
 struct Cell {
     throughput: Vec<f64>,
+    cpus_used: Vec<f64>,
+    mean: Vec<f64>,
     p50: Vec<f64>,
     p99: Vec<f64>,
     p999: Vec<f64>,
@@ -501,6 +519,7 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
     let sweep_time = if args.quick { Duration::from_millis(500) } else { scenario_time / 3 };
     let window = Boost::Window { start: scenario_time / 3, end: scenario_time * 2 / 3 };
     let per_cpu: &[usize] = if args.quick { &[4] } else { &[2, 4, 8] };
+    let round_trip = args.round_trip_us.map_or(ROUND_TRIP, Duration::from_micros);
     let mut outcome = Outcome::default();
     let mut refused: Option<String> = None;
 
@@ -529,7 +548,7 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
                     boosted: if *scenario == Scenario::Inverted { boosted } else { 0 },
                     boost: if *scenario == Scenario::Inverted { window } else { Boost::Never },
                     duration: scenario_time,
-                    round_trip: ROUND_TRIP,
+                    round_trip,
                 };
                 let result = run_once(&spec)?;
                 if let Some(why) = &result.boost_refused {
@@ -539,6 +558,8 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
                 let row =
                     row_of(&result, "scenario", scenario.name(), strategy, sessions, spec.cpus.len(), repeat);
                 cell.throughput.push(result.throughput());
+                cell.cpus_used.push(result.cpus_used);
+                cell.mean.push(result.latencies.total.mean() / 1e6);
                 cell.p50.push(ms(result.latencies.total.value_at_quantile(0.5)));
                 cell.p99.push(ms(result.latencies.total.value_at_quantile(0.99)));
                 cell.p999.push(ms(result.latencies.total.value_at_quantile(0.999)));
@@ -573,7 +594,7 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
                     boosted: boosted_for(s),
                     boost: Boost::Always,
                     duration: sweep_time,
-                    round_trip: ROUND_TRIP,
+                    round_trip,
                 };
                 let result = run_once(&spec)?;
                 let entry = sweep.entry((k, strategy as usize)).or_default();
@@ -624,6 +645,8 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
          inverted = restricted with {boosted} session(s) at nice {BOOSTED_NICE} from {a:.1} s to {b:.1} s of a {d:.1} s run. \
          Latency = end to end, as the seed's YCSB clients saw it: a {rtt} µs sleep standing for the client's round trip, then \
          the transaction (begin, snapshot, update of about 40 µs, commit); \"transaction alone\" leaves the round trip out. \
+         \"CPUs used\" is the process's CPU time over the run's wall time: how busy the sessions keep the CPUs they may use \
+         (`--round-trip-us` sets it). \
          Medians of {repeats} run(s), strategies interleaved. \"P99.9 increase\" is against the same strategy's \
          unrestricted run, as the seed's; \"the inversion alone\" compares the nice window with the same \
          strategy restricted without inversion.\n\n",
@@ -632,7 +655,7 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
         a = (scenario_time / 3).as_secs_f64(),
         b = (scenario_time * 2 / 3).as_secs_f64(),
         d = scenario_time.as_secs_f64(),
-        rtt = ROUND_TRIP.as_micros(),
+        rtt = round_trip.as_micros(),
     );
     if allowed.len() < 4 * restricted {
         let _ = writeln!(
@@ -644,7 +667,7 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
     if let Some(why) = &refused {
         let _ = writeln!(report, "**The nice -20 boost was refused** ({why}): the inverted rows equal the restricted ones. Run as root (or with CAP_SYS_NICE) to reproduce the inversion.\n");
     }
-    report.push_str("| scenario | strategy | transactions/s | p50 ms | p99 ms | p99.9 ms | max ms | P99.9 increase | p99.9 in the nice window ms | increase in the window | the inversion alone | transaction alone: p99.9 ms | increase |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    report.push_str("| scenario | strategy | transactions/s | CPUs used | mean ms | p50 ms | p99 ms | p99.9 ms | max ms | P99.9 increase | p99.9 in the nice window ms | increase in the window | the inversion alone | transaction alone: p99.9 ms | increase |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let mut summary_cells = Vec::new();
     let mut increases = std::collections::BTreeMap::new();
     let mut inversion_effects = std::collections::BTreeMap::new();
@@ -670,10 +693,12 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
             );
             let _ = writeln!(
                 report,
-                "| {} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.1} | {} | {} | {} | {} | {:.3} | {} |",
+                "| {} | {} | {:.0} | {:.2} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {} | {} | {} | {} | {:.3} | {} |",
                 scenario.name(),
                 strategy.name(),
                 median(cell.throughput.clone()),
+                median(cell.cpus_used.clone()),
+                median(cell.mean.clone()),
                 median(cell.p50.clone()),
                 median(cell.p99.clone()),
                 p999,
@@ -691,6 +716,7 @@ pub fn run(_lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
             );
             summary_cells.push(serde_json::json!({
                 "scenario": scenario, "strategy": strategy, "throughput": median(cell.throughput.clone()),
+                "cpus_used": median(cell.cpus_used.clone()), "mean_ms": median(cell.mean.clone()),
                 "p50_ms": median(cell.p50.clone()), "p99_ms": median(cell.p99.clone()), "p999_ms": p999,
                 "max_ms": median(cell.max.clone()), "window_p999_ms": window_p999,
                 "transaction_p999_ms": server_p999,
@@ -844,6 +870,7 @@ fn row_of(
     let json = serde_json::json!({
         "part": part, "config": config, "strategy": strategy.name(), "sessions": sessions, "cpus": cpus,
         "repeat": repeat + 1, "transactions": result.latencies.transactions, "throughput": result.throughput(),
+        "cpus_used": result.cpus_used, "mean_ms": result.latencies.total.mean() / 1e6,
         "p50_ms": ms(result.latencies.total.value_at_quantile(0.5)), "p99_ms": ms(result.latencies.total.value_at_quantile(0.99)),
         "transaction_p999_ms": ms(result.latencies.server.value_at_quantile(0.999)),
         "p999_ms": ms(result.latencies.total.value_at_quantile(0.999)), "max_ms": ms(result.latencies.total.max()),
