@@ -198,6 +198,68 @@ fn a_newcomer_does_not_take_the_token_a_waiter_was_woken_for() {
     tokens.release().unwrap();
 }
 
+#[test]
+fn a_waiter_that_checks_for_cancellation_keeps_its_place_in_the_queue() {
+    use cotenant::tokens::Acquired;
+    use std::time::Duration;
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    assert!(tokens.acquire(Duration::ZERO).unwrap());
+    // `cancelled` is asked before every sleep, so its count says how far each waiter got
+    // (registered on the pipe, first try failed, asleep), with no timing assumption.
+    let waiter = |check_every: Duration| {
+        let checks = Arc::new(AtomicUsize::new(0));
+        let thread = {
+            let (tokens, checks) = (tokens.clone(), checks.clone());
+            std::thread::spawn(move || {
+                let cancelled = || {
+                    checks.fetch_add(1, Ordering::SeqCst);
+                    false
+                };
+                tokens.acquire_or_cancel(Duration::from_secs(20), check_every, &cancelled).unwrap()
+            })
+        };
+        (thread, checks)
+    };
+    // The first waiter wakes every 20 ms to check (as a pool's worker does every 50 ms); the
+    // second never does, so only a byte on the pipe can give it the token.
+    let (first, first_checks) = waiter(Duration::from_millis(20));
+    until("the first waiter sleeps", || first_checks.load(Ordering::SeqCst) >= 1);
+    let (second, second_checks) = waiter(Duration::MAX);
+    until("the second waiter sleeps", || second_checks.load(Ordering::SeqCst) >= 1);
+    // The first waiter goes round its check several times after the second queued: with a
+    // new registration at each, it would now be behind the second.
+    let seen = first_checks.load(Ordering::SeqCst);
+    until("the first waiter checks again", || first_checks.load(Ordering::SeqCst) >= seen + 3);
+    tokens.release().unwrap();
+    assert_eq!(first.join().unwrap(), Acquired::Token, "the first in the queue got the token");
+    // The second is still waiting; the token it gets now is the one the first gives back.
+    tokens.release().unwrap();
+    assert_eq!(second.join().unwrap(), Acquired::Token);
+    tokens.release().unwrap();
+    assert_eq!((tokens.available().unwrap(), tokens.waiting().unwrap()), (1, 0));
+}
+
+#[test]
+fn a_cancelled_wait_leaves_without_a_token_and_uncounted() {
+    use cotenant::tokens::Acquired;
+    use std::time::Duration;
+    let tokens = HostTokens::private(1).unwrap();
+    assert!(tokens.acquire(Duration::ZERO).unwrap());
+    let checks = AtomicUsize::new(0);
+    // Cancelled at its third check: the wait ends long before its 20 s limit.
+    let cancelled = || checks.fetch_add(1, Ordering::SeqCst) >= 2;
+    let got =
+        tokens.acquire_or_cancel(Duration::from_secs(20), Duration::from_millis(1), &cancelled).unwrap();
+    assert_eq!(got, Acquired::Cancelled);
+    assert_eq!(checks.load(Ordering::SeqCst), 3);
+    assert_eq!((tokens.available().unwrap(), tokens.waiting().unwrap()), (0, 0));
+    // With no waiter left, the token given back is free for anyone.
+    tokens.release().unwrap();
+    let got = tokens.acquire_or_cancel(Duration::ZERO, Duration::from_millis(1), &|| true).unwrap();
+    assert_eq!(got, Acquired::Token, "a free token is taken before any check");
+    tokens.release().unwrap();
+}
+
 /// A forked child, killed and reaped when dropped (also when an assertion fails first).
 struct Child(libc::pid_t);
 

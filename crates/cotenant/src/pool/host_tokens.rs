@@ -3,15 +3,16 @@
 //! that no path can keep it). A token that does not come within the wait limit is skipped and
 //! counted (its holders may be blocked, or the host busier than the limit allows); a set that
 //! fails (removed) is skipped, counted and logged once per pool. A `shutdown_now` while a
-//! worker waits cancels its task: the wait is cut into short slices that check for it.
+//! worker waits cancels its task: the wait checks for it every 50 ms, keeping its place in the
+//! queue of waiters.
 //!
 //! [`Builder::host_tokens`]: super::Builder::host_tokens
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::tokens::HostTokens;
+use crate::tokens::{Acquired, HostTokens};
 
 /// The default wait for a token before a task runs without one.
 pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(1);
@@ -60,28 +61,23 @@ impl PoolTokens {
         }
     }
 
-    /// Waits for a token for at most the pool's limit, in slices that check `cancelling`.
+    /// Waits for a token for at most the pool's limit, checking `cancelling` every
+    /// `CANCEL_CHECK` without losing its place among the waiters.
     pub(crate) fn take(&self, cancelling: impl Fn() -> bool) -> Take<'_> {
-        // No deadline for a limit too long to add (Duration::MAX): wait until a token comes.
-        let deadline = Instant::now().checked_add(self.wait);
-        loop {
-            let left = deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
-            match self.set.acquire(left.min(CANCEL_CHECK)) {
-                Ok(true) if cancelling() => {
-                    drop(Held(self));
-                    return Take::Cancelled;
-                }
-                Ok(true) => return Take::Held(Held(self)),
-                Ok(false) if cancelling() => return Take::Cancelled,
-                Ok(false) if left <= CANCEL_CHECK => {
-                    self.timeouts.fetch_add(1, Ordering::Relaxed);
-                    return Take::Without;
-                }
-                Ok(false) => {}
-                Err(e) => {
-                    self.failed(&e);
-                    return Take::Without;
-                }
+        match self.set.acquire_or_cancel(self.wait, CANCEL_CHECK, &cancelling) {
+            Ok(Acquired::Token) if cancelling() => {
+                drop(Held(self));
+                Take::Cancelled
+            }
+            Ok(Acquired::Token) => Take::Held(Held(self)),
+            Ok(Acquired::Cancelled) => Take::Cancelled,
+            Ok(Acquired::TimedOut) => {
+                self.timeouts.fetch_add(1, Ordering::Relaxed);
+                Take::Without
+            }
+            Err(e) => {
+                self.failed(&e);
+                Take::Without
             }
         }
     }

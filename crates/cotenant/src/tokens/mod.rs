@@ -32,8 +32,8 @@
 //! holder held, or one freed by a process that cannot open the pipe (its path is in `/dev/shm`,
 //! else `/tmp`; a process that cannot create or open it logs so and waits on the semaphore
 //! itself, which is correct but may pass pipe waiters and pays the old hand-over cost). Pipe
-//! waiters are served in the order their current wait began: a pool waits in 50 ms slices, and
-//! each slice queues again.
+//! waiters are served in the order their wait began, also across the periodic checks of
+//! [`HostTokens::acquire_or_cancel`] (a pool's workers check for `shutdown_now` every 50 ms).
 //!
 //! A worker waits for a token at most the pool's limit (`Builder::host_tokens_wait`): holders
 //! may be blocked (a task waiting for I/O or for another task while holding one), and a
@@ -88,6 +88,17 @@ thread_local! {
 /// What went wrong opening, using or removing a token set.
 #[derive(Debug)]
 pub struct TokensError(String);
+
+/// How [`HostTokens::acquire_or_cancel`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acquired {
+    /// A token is held: give it back with [`HostTokens::release`].
+    Token,
+    /// None came within the limit.
+    TimedOut,
+    /// The caller's check said to stop waiting.
+    Cancelled,
+}
 
 impl fmt::Display for TokensError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -328,8 +339,21 @@ impl HostTokens {
     /// Takes a token, waiting at most `limit` (`Ok(false)`: none came in time). A zero limit
     /// takes one only if one is free and nobody waits.
     pub fn acquire(&self, limit: Duration) -> Result<bool, TokensError> {
+        self.acquire_or_cancel(limit, Duration::MAX, &|| false).map(|got| got == Acquired::Token)
+    }
+
+    /// [`acquire`](Self::acquire) that also asks `cancelled` at least every `check_every`
+    /// while it waits, and gives up when it says so. A waiter on the pipe keeps its place in
+    /// the queue across these checks (a pool's workers wait this way, so that `shutdown_now`
+    /// ends their wait without sending them to the back of the queue every check).
+    pub fn acquire_or_cancel(
+        &self,
+        limit: Duration,
+        check_every: Duration,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Acquired, TokensError> {
         let Some(wakeups) = self.wakeups.as_ref().filter(|_| self.waits_on_pipe) else {
-            return self.acquire_on_semaphore(limit);
+            return self.acquire_on_semaphore(limit, check_every, cancelled);
         };
         let just_handed_over = HANDED_OVER.with(|h| h.replace(false));
         let nobody_waits_and_one_is_free = [
@@ -337,10 +361,10 @@ impl HostTokens {
             sembuf(SEM_TOKENS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO),
         ];
         if self.try_semop(nobody_waits_and_one_is_free, "taking a token")? {
-            return Ok(true);
+            return Ok(Acquired::Token);
         }
         if limit.is_zero() {
-            return Ok(false);
+            return Ok(Acquired::TimedOut);
         }
         let deadline = Instant::now().checked_add(limit);
         self.semop(&mut [sembuf(SEM_WAITERS, 1, libc::SEM_UNDO)], "counting a waiter")?;
@@ -349,8 +373,8 @@ impl HostTokens {
             // SAFETY: plain system call.
             unsafe { libc::sched_yield() };
         }
-        let got = self.wait_as_waiter(wakeups, deadline);
-        if !matches!(got, Ok(true)) {
+        let got = self.wait_as_waiter(wakeups, deadline, check_every, cancelled);
+        if !matches!(got, Ok(Acquired::Token)) {
             // Leaving without a token: no longer a waiter (a token taken left in the same semop).
             // IPC_NOWAIT: the count is ours to decrement, so this never blocks; if it fails, the
             // first error is the one to report.
@@ -363,8 +387,16 @@ impl HostTokens {
         got
     }
 
-    /// The waiting part of `acquire`, counted in `WAITERS`: `Ok(true)` has also uncounted.
-    fn wait_as_waiter(&self, wakeups: &WakeUps, deadline: Option<Instant>) -> Result<bool, TokensError> {
+    /// The waiting part of `acquire`, counted in `WAITERS`: `Ok(Acquired::Token)` has also
+    /// uncounted. One epoll registration for the whole wait: its place among the pipe's
+    /// exclusive waiters is where it was registered, whatever the checks in between.
+    fn wait_as_waiter(
+        &self,
+        wakeups: &WakeUps,
+        deadline: Option<Instant>,
+        check_every: Duration,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Acquired, TokensError> {
         let take_and_leave = [
             sembuf(SEM_TOKENS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO),
             sembuf(SEM_WAITERS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO),
@@ -380,27 +412,37 @@ impl HostTokens {
                     // written for the token taken here would only wake a waiter for nothing.
                     wakeups.take_one();
                 }
-                return Ok(true);
+                return Ok(Acquired::Token);
             }
             let left = time_left(deadline);
             if left.is_zero() {
-                return Ok(false);
+                return Ok(Acquired::TimedOut);
+            }
+            if cancelled() {
+                return Ok(Acquired::Cancelled);
             }
             woken_by_byte = waiter
-                .wait(left)
+                .wait(left.min(check_every))
                 .map_err(|e| error(format!("set {:?}: waiting on its pipe (epoll_wait): {e}", self.name)))?
                 && wakeups.take_one();
         }
     }
 
-    /// `acquire` for a process without the pipe: the semaphore's own wait.
-    fn acquire_on_semaphore(&self, limit: Duration) -> Result<bool, TokensError> {
+    /// `acquire` for a process without the pipe: the semaphore's own wait (each check queues
+    /// again: the semaphore has no way to keep a place).
+    fn acquire_on_semaphore(
+        &self,
+        limit: Duration,
+        check_every: Duration,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Acquired, TokensError> {
         let deadline = Instant::now().checked_add(limit);
         loop {
             let left = time_left(deadline);
+            let slice = left.min(check_every);
             let timeout = libc::timespec {
-                tv_sec: left.as_secs().min(i64::MAX as u64) as libc::time_t,
-                tv_nsec: left.subsec_nanos() as libc::c_long,
+                tv_sec: slice.as_secs().min(i64::MAX as u64) as libc::time_t,
+                tv_nsec: slice.subsec_nanos() as libc::c_long,
             };
             let mut op = sembuf(SEM_TOKENS, -1, libc::SEM_UNDO);
             // SAFETY: one valid sembuf and a valid timespec; libc has no semtimedop wrapper.
@@ -414,13 +456,20 @@ impl HostTokens {
                 )
             };
             if rc == 0 {
-                return Ok(true);
+                return Ok(Acquired::Token);
             }
             let err = io::Error::last_os_error();
             match err.raw_os_error() {
-                Some(libc::EAGAIN) => return Ok(false),
-                Some(libc::EINTR) if !left.is_zero() => continue,
-                Some(libc::EINTR) => return Ok(false),
+                // The end of a slice, or a signal: the limit decides (no deadline: never),
+                // then the caller's check.
+                Some(libc::EAGAIN | libc::EINTR) => {
+                    if time_left(deadline).is_zero() {
+                        return Ok(Acquired::TimedOut);
+                    }
+                    if cancelled() {
+                        return Ok(Acquired::Cancelled);
+                    }
+                }
                 _ => return Err(error(format!("set {:?}: taking a token (semtimedop): {err}", self.name))),
             }
         }
@@ -601,6 +650,26 @@ mod tests {
         let mut tokens = HostTokens::private(1).unwrap();
         tokens.waits_on_pipe = false;
         hand_over(tokens);
+    }
+
+    #[test]
+    fn a_cancelled_wait_ends_on_the_pipe_and_on_the_semaphore_alike() {
+        for on_pipe in [true, false] {
+            let mut tokens = HostTokens::private(1).unwrap();
+            tokens.waits_on_pipe = on_pipe;
+            assert!(tokens.acquire(Duration::ZERO).unwrap());
+            let checks = std::sync::atomic::AtomicUsize::new(0);
+            // Cancelled at its third check, long before the limit.
+            let cancelled = || checks.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 2;
+            let got = tokens.acquire_or_cancel(Duration::from_secs(20), Duration::from_millis(1), &cancelled);
+            assert_eq!(got.unwrap(), Acquired::Cancelled, "on the pipe: {on_pipe}");
+            assert_eq!(checks.into_inner(), 3, "on the pipe: {on_pipe}");
+            assert_eq!((tokens.available().unwrap(), tokens.waiting().unwrap()), (0, 0));
+            // A limit that ends before the next check is a time-out, not a cancellation.
+            let got = tokens.acquire_or_cancel(Duration::from_millis(5), Duration::from_secs(60), &|| false);
+            assert_eq!(got.unwrap(), Acquired::TimedOut, "on the pipe: {on_pipe}");
+            tokens.release().unwrap();
+        }
     }
 
     #[test]
