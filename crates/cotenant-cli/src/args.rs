@@ -463,8 +463,9 @@ pub struct LabArgs {
     /// unisolated always run, as the ratios' denominators.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub scenarios: Vec<crate::lab::isolation::Scenario>,
-    /// `spin`: the client's round trip each session sleeps before a transaction, in µs
-    /// (default: the seed's mean latency less the transaction; see `cotenant lab spin`'s report).
+    /// `spin`: the client's round trip each session sleeps before a transaction, in µs; it sets
+    /// how busy the sessions keep their CPUs (default 200: about 85 % of the restricted CPU on
+    /// the test VM; see RESULTS.md, "Where the seed's shape holds").
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub round_trip_us: Option<u64>,
 }

@@ -58,12 +58,13 @@ const ALLOCATE_WORK: u32 = 6_500;
 /// restricted to, and that decides what the experiment can show (`--round-trip-us` sweeps it;
 /// RESULTS.md "spin", "Where the seed's shape holds"): with 120 µs, 4 sessions want 1.25 CPUs,
 /// so the one restricted CPU is saturated (0.98 used) and queueing alone raises every
-/// non-spinning strategy's P99.9 by 40-60 %, which the seed's back-off run (+7 %) shows its
+/// non-spinning strategy's P99.9 by 40-90 %, which the seed's back-off run (+7 %) suggests its
 /// restricted cores did not do; with 300 µs and more (0.7 CPU and less) a session is almost
 /// never preempted inside its allocation window (most likely because the scheduler lets a
-/// task that sleeps every 50 µs finish its slice; not measured), so spinning rarely stalls. 200 µs keeps the restricted CPU about 85 %
-/// busy: contended, as the seed requires ("the number of user connections must exceed the
-/// number of physical cores"), but not overloaded.
+/// task that sleeps every 50 µs finish its slice; not measured), so spinning rarely stalls.
+/// 200 µs keeps the restricted CPU about 85 % busy: contended, as the seed requires ("the
+/// number of user connections must exceed the number of physical cores"), but not
+/// overloaded. It was chosen after seeing quick runs' verdicts, which RESULTS.md says.
 const ROUND_TRIP: Duration = Duration::from_micros(200);
 /// The seed's figures: P99.9 increase under `taskset` + `nice` (its Figures 2b and 3b).
 const SEED_INCREASE_SPIN: f64 = 21.68;

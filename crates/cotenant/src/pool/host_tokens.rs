@@ -70,6 +70,8 @@ impl PoolTokens {
                 Take::Cancelled
             }
             Ok(Acquired::Token) => Take::Held(Held(self)),
+            // A shutdown during the last sleep of the wait still cancels.
+            Ok(Acquired::Cancelled) | Ok(Acquired::TimedOut) if cancelling() => Take::Cancelled,
             Ok(Acquired::Cancelled) => Take::Cancelled,
             Ok(Acquired::TimedOut) => {
                 self.timeouts.fetch_add(1, Ordering::Relaxed);

@@ -28,12 +28,14 @@
 //! Every adjustment is `SEM_UNDO`, so a process that dies neither keeps a token nor counts as a
 //! waiter. Among processes that share the pipe no wake-up is lost: a waiter counts itself before
 //! its first try, and a releaser frees the token before it reads the count. A token that comes
-//! back without a byte is found at the end of a waiter's slice (50 ms in a pool): one a dead
+//! back without a byte is found at a waiter's next check (every 50 ms in a pool): one a dead
 //! holder held, or one freed by a process that cannot open the pipe (its path is in `/dev/shm`,
 //! else `/tmp`; a process that cannot create or open it logs so and waits on the semaphore
 //! itself, which is correct but may pass pipe waiters and pays the old hand-over cost). Pipe
 //! waiters are served in the order their wait began, also across the periodic checks of
-//! [`HostTokens::acquire_or_cancel`] (a pool's workers check for `shutdown_now` every 50 ms).
+//! [`HostTokens::acquire_or_cancel`] (a pool's workers check for `shutdown_now` every 50 ms),
+//! with one exception: a byte that arrives while the first waiter is awake for a check (not
+//! inside `epoll_wait`) also wakes the next, and either may take the token.
 //!
 //! A worker waits for a token at most the pool's limit (`Builder::host_tokens_wait`): holders
 //! may be blocked (a task waiting for I/O or for another task while holding one), and a
@@ -88,6 +90,24 @@ thread_local! {
 /// What went wrong opening, using or removing a token set.
 #[derive(Debug)]
 pub struct TokensError(String);
+
+/// The shortest interval between the checks of [`HostTokens::acquire_or_cancel`].
+const MIN_CHECK: Duration = Duration::from_millis(1);
+
+/// A waiter counted in `WAITERS`, uncounted on drop unless taken out (`None`): only a panic in
+/// the caller's check drops it armed; every other way out uncounts explicitly, to report errors.
+struct Counted<'a>(Option<&'a HostTokens>);
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        if let Some(tokens) = self.0 {
+            let _ = tokens.semop(
+                &mut [sembuf(SEM_WAITERS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO)],
+                "uncounting a waiter",
+            );
+        }
+    }
+}
 
 /// How [`HostTokens::acquire_or_cancel`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,7 +236,7 @@ impl HostTokens {
                 tracing::warn!(
                     "host tokens: set {:?}: no hand-over pipe at {} ({e}); waiting on the semaphore, \
                      which may leave a CPU idle at each hand-over, and pipe waiters of other \
-                     processes find the tokens this one frees only at the end of their slice",
+                     processes find the tokens this one frees only at their next check",
                     self.name,
                     path.display()
                 )
@@ -342,16 +362,20 @@ impl HostTokens {
         self.acquire_or_cancel(limit, Duration::MAX, &|| false).map(|got| got == Acquired::Token)
     }
 
-    /// [`acquire`](Self::acquire) that also asks `cancelled` at least every `check_every`
-    /// while it waits, and gives up when it says so. A waiter on the pipe keeps its place in
-    /// the queue across these checks (a pool's workers wait this way, so that `shutdown_now`
-    /// ends their wait without sending them to the back of the queue every check).
+    /// [`acquire`](Self::acquire) that also asks `cancelled` before it first sleeps and then
+    /// at least every `check_every` (at least 1 ms) while it waits, and gives up when it says
+    /// so; a cancellation wins over a limit reached at the same check. A waiter on the pipe
+    /// keeps its place in the queue across these checks (a pool's workers wait this way, so
+    /// that `shutdown_now` ends their wait without sending them to the back of the queue every
+    /// check); the module documentation says when a later waiter can still go first.
     pub fn acquire_or_cancel(
         &self,
         limit: Duration,
         check_every: Duration,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Acquired, TokensError> {
+        // A zero interval would poll without sleeping.
+        let check_every = check_every.max(MIN_CHECK);
         let Some(wakeups) = self.wakeups.as_ref().filter(|_| self.waits_on_pipe) else {
             return self.acquire_on_semaphore(limit, check_every, cancelled);
         };
@@ -368,12 +392,16 @@ impl HostTokens {
         }
         let deadline = Instant::now().checked_add(limit);
         self.semop(&mut [sembuf(SEM_WAITERS, 1, libc::SEM_UNDO)], "counting a waiter")?;
+        // Uncounts if `cancelled` panics: a waiter left counted would keep every process's
+        // `acquire` off its fast path until this one exits.
+        let mut counted = Counted(Some(self));
         if just_handed_over {
             // The waiter our release woke was most likely put on this CPU: let it run first.
             // SAFETY: plain system call.
             unsafe { libc::sched_yield() };
         }
         let got = self.wait_as_waiter(wakeups, deadline, check_every, cancelled);
+        counted.0 = None;
         if !matches!(got, Ok(Acquired::Token)) {
             // Leaving without a token: no longer a waiter (a token taken left in the same semop).
             // IPC_NOWAIT: the count is ours to decrement, so this never blocks; if it fails, the
@@ -414,12 +442,12 @@ impl HostTokens {
                 }
                 return Ok(Acquired::Token);
             }
+            if cancelled() {
+                return Ok(Acquired::Cancelled);
+            }
             let left = time_left(deadline);
             if left.is_zero() {
                 return Ok(Acquired::TimedOut);
-            }
-            if cancelled() {
-                return Ok(Acquired::Cancelled);
             }
             woken_by_byte = waiter
                 .wait(left.min(check_every))
@@ -436,9 +464,24 @@ impl HostTokens {
         check_every: Duration,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Acquired, TokensError> {
+        let take = [sembuf(SEM_TOKENS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO)];
+        if self.try_semop(take, "taking a token")? {
+            return Ok(Acquired::Token);
+        }
+        if limit.is_zero() {
+            return Ok(Acquired::TimedOut);
+        }
         let deadline = Instant::now().checked_add(limit);
+        // As on the pipe: the caller's check, then the limit (no deadline: never), then a
+        // sleep of at most `check_every` that ends with a token or without.
         loop {
+            if cancelled() {
+                return Ok(Acquired::Cancelled);
+            }
             let left = time_left(deadline);
+            if left.is_zero() {
+                return Ok(Acquired::TimedOut);
+            }
             let slice = left.min(check_every);
             let timeout = libc::timespec {
                 tv_sec: slice.as_secs().min(i64::MAX as u64) as libc::time_t,
@@ -459,18 +502,9 @@ impl HostTokens {
                 return Ok(Acquired::Token);
             }
             let err = io::Error::last_os_error();
-            match err.raw_os_error() {
-                // The end of a slice, or a signal: the limit decides (no deadline: never),
-                // then the caller's check.
-                Some(libc::EAGAIN | libc::EINTR) => {
-                    if time_left(deadline).is_zero() {
-                        return Ok(Acquired::TimedOut);
-                    }
-                    if cancelled() {
-                        return Ok(Acquired::Cancelled);
-                    }
-                }
-                _ => return Err(error(format!("set {:?}: taking a token (semtimedop): {err}", self.name))),
+            // EAGAIN: the sleep ended without a token; EINTR: a signal. Either way, go round.
+            if !matches!(err.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) {
+                return Err(error(format!("set {:?}: taking a token (semtimedop): {err}", self.name)));
             }
         }
     }
@@ -665,11 +699,50 @@ mod tests {
             assert_eq!(got.unwrap(), Acquired::Cancelled, "on the pipe: {on_pipe}");
             assert_eq!(checks.into_inner(), 3, "on the pipe: {on_pipe}");
             assert_eq!((tokens.available().unwrap(), tokens.waiting().unwrap()), (0, 0));
-            // A limit that ends before the next check is a time-out, not a cancellation.
-            let got = tokens.acquire_or_cancel(Duration::from_millis(5), Duration::from_secs(60), &|| false);
+            // A limit that ends before the next check is a time-out: asked before the first
+            // sleep and once more when the limit has passed, not at the 60 s check.
+            let checks = std::sync::atomic::AtomicUsize::new(0);
+            let count = || checks.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == usize::MAX;
+            let start = Instant::now();
+            let got = tokens.acquire_or_cancel(Duration::from_millis(5), Duration::from_secs(60), &count);
             assert_eq!(got.unwrap(), Acquired::TimedOut, "on the pipe: {on_pipe}");
+            assert_eq!(checks.into_inner(), 2, "on the pipe: {on_pipe}");
+            assert!(start.elapsed() < Duration::from_secs(30), "the limit, not the check, ended it");
+            assert_eq!(tokens.waiting().unwrap(), 0);
             tokens.release().unwrap();
         }
+    }
+
+    #[test]
+    fn one_wait_registers_once_on_the_pipe_whatever_its_checks() {
+        let tokens = HostTokens::private(1).unwrap();
+        assert!(tokens.hands_over_by_pipe());
+        assert!(tokens.acquire(Duration::ZERO).unwrap());
+        let checks = std::sync::atomic::AtomicUsize::new(0);
+        let cancelled = || checks.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 5;
+        let before = wakeup::REGISTRATIONS.with(|r| r.get());
+        let got = tokens.acquire_or_cancel(Duration::from_secs(20), Duration::ZERO, &cancelled).unwrap();
+        assert_eq!(got, Acquired::Cancelled);
+        // Six checks (a zero interval is raised to 1 ms rather than polled), one registration:
+        // its place in the pipe's queue is the one it took first.
+        assert_eq!(checks.into_inner(), 6);
+        assert_eq!(wakeup::REGISTRATIONS.with(|r| r.get()) - before, 1);
+        tokens.release().unwrap();
+    }
+
+    #[test]
+    fn a_check_that_panics_leaves_no_waiter_counted() {
+        let tokens = HostTokens::private(1).unwrap();
+        assert!(tokens.acquire(Duration::ZERO).unwrap());
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tokens.acquire_or_cancel(Duration::from_secs(20), Duration::from_millis(1), &|| panic!("check"))
+        }));
+        assert!(waited.is_err());
+        assert_eq!((tokens.available().unwrap(), tokens.waiting().unwrap()), (0, 0));
+        tokens.release().unwrap();
+        // Nobody is counted as waiting, so the fast path takes the free token.
+        assert!(tokens.acquire(Duration::ZERO).unwrap());
+        tokens.release().unwrap();
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! capacity goes"). The bytes are only hints: the tokens themselves stay in the semaphore, which
 //! gives back what a dead process held (`SEM_UNDO`); a byte without a free token wakes a waiter
 //! that finds none and waits again, and a free token without a byte (one a dead holder gave
-//! back) is found when a waiter's slice ends.
+//! back) is found at a waiter's next check, or when its limit ends.
 //!
 //! Each wait registers the pipe in its own epoll instance with `EPOLLEXCLUSIVE`, so that one
 //! byte wakes one waiter, in the order they began to wait, and still with a timeout (a blocking
@@ -145,6 +145,8 @@ impl WakeUps {
 
     /// Starts one wait: the calling thread's own registration, exclusive.
     pub(super) fn waiter(&self) -> io::Result<Waiter> {
+        #[cfg(test)]
+        REGISTRATIONS.with(|r| r.set(r.get() + 1));
         // SAFETY: plain system call.
         let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if epfd < 0 {
@@ -159,6 +161,12 @@ impl WakeUps {
         }
         Ok(Waiter { epoll })
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Waiters this thread registered on a pipe (tests: one per wait, whatever its checks).
+    pub(super) static REGISTRATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// One thread's wait for a wake-up (closing it ends the registration).
