@@ -70,9 +70,9 @@ impl PoolTokens {
                 Take::Cancelled
             }
             Ok(Acquired::Token) => Take::Held(Held(self)),
-            // A shutdown during the last sleep of the wait still cancels.
-            Ok(Acquired::Cancelled) | Ok(Acquired::TimedOut) if cancelling() => Take::Cancelled,
             Ok(Acquired::Cancelled) => Take::Cancelled,
+            // A shutdown during the last sleep of the wait still cancels.
+            Ok(Acquired::TimedOut) if cancelling() => Take::Cancelled,
             Ok(Acquired::TimedOut) => {
                 self.timeouts.fetch_add(1, Ordering::Relaxed);
                 Take::Without

@@ -101,10 +101,7 @@ struct Counted<'a>(Option<&'a HostTokens>);
 impl Drop for Counted<'_> {
     fn drop(&mut self) {
         if let Some(tokens) = self.0 {
-            let _ = tokens.semop(
-                &mut [sembuf(SEM_WAITERS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO)],
-                "uncounting a waiter",
-            );
+            let _ = tokens.uncount_waiter();
         }
     }
 }
@@ -403,16 +400,17 @@ impl HostTokens {
         let got = self.wait_as_waiter(wakeups, deadline, check_every, cancelled);
         counted.0 = None;
         if !matches!(got, Ok(Acquired::Token)) {
-            // Leaving without a token: no longer a waiter (a token taken left in the same semop).
-            // IPC_NOWAIT: the count is ours to decrement, so this never blocks; if it fails, the
-            // first error is the one to report.
-            let uncounted = self.semop(
-                &mut [sembuf(SEM_WAITERS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO)],
-                "uncounting a waiter",
-            );
+            // Leaving without a token: no longer a waiter (a token taken left in the same
+            // semop). If uncounting fails, the first error is the one to report.
+            let uncounted = self.uncount_waiter();
             return got.and_then(|got| uncounted.map(|()| got));
         }
         got
+    }
+
+    /// Leaves `WAITERS` (IPC_NOWAIT: the count is ours to decrement, so this never blocks).
+    fn uncount_waiter(&self) -> Result<(), TokensError> {
+        self.semop(&mut [sembuf(SEM_WAITERS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO)], "uncounting a waiter")
     }
 
     /// The waiting part of `acquire`, counted in `WAITERS`: `Ok(Acquired::Token)` has also
@@ -633,6 +631,7 @@ fn check_count(count: u32) -> Result<(), TokensError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
     fn a_private_set_hands_out_its_tokens_and_takes_them_back() {
@@ -692,17 +691,17 @@ mod tests {
             let mut tokens = HostTokens::private(1).unwrap();
             tokens.waits_on_pipe = on_pipe;
             assert!(tokens.acquire(Duration::ZERO).unwrap());
-            let checks = std::sync::atomic::AtomicUsize::new(0);
+            let checks = AtomicUsize::new(0);
             // Cancelled at its third check, long before the limit.
-            let cancelled = || checks.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 2;
+            let cancelled = || checks.fetch_add(1, Ordering::SeqCst) >= 2;
             let got = tokens.acquire_or_cancel(Duration::from_secs(20), Duration::from_millis(1), &cancelled);
             assert_eq!(got.unwrap(), Acquired::Cancelled, "on the pipe: {on_pipe}");
             assert_eq!(checks.into_inner(), 3, "on the pipe: {on_pipe}");
             assert_eq!((tokens.available().unwrap(), tokens.waiting().unwrap()), (0, 0));
             // A limit that ends before the next check is a time-out: asked before the first
             // sleep and once more when the limit has passed, not at the 60 s check.
-            let checks = std::sync::atomic::AtomicUsize::new(0);
-            let count = || checks.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == usize::MAX;
+            let checks = AtomicUsize::new(0);
+            let count = || checks.fetch_add(1, Ordering::SeqCst) == usize::MAX;
             let start = Instant::now();
             let got = tokens.acquire_or_cancel(Duration::from_millis(5), Duration::from_secs(60), &count);
             assert_eq!(got.unwrap(), Acquired::TimedOut, "on the pipe: {on_pipe}");
@@ -718,8 +717,8 @@ mod tests {
         let tokens = HostTokens::private(1).unwrap();
         assert!(tokens.hands_over_by_pipe());
         assert!(tokens.acquire(Duration::ZERO).unwrap());
-        let checks = std::sync::atomic::AtomicUsize::new(0);
-        let cancelled = || checks.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 5;
+        let checks = AtomicUsize::new(0);
+        let cancelled = || checks.fetch_add(1, Ordering::SeqCst) >= 5;
         let before = wakeup::REGISTRATIONS.with(|r| r.get());
         let got = tokens.acquire_or_cancel(Duration::from_secs(20), Duration::ZERO, &cancelled).unwrap();
         assert_eq!(got, Acquired::Cancelled);
