@@ -83,6 +83,20 @@ fn a_running_process_is_grouped_and_sized() {
     }
     let child = Child(Command::new("sleep").arg("30").spawn().unwrap());
     let pid = child.0.id().to_string();
+    // `spawn` returns once exec succeeded, but the loader and libc start-up still run before
+    // `sleep` sleeps; on a busy host that CPU time can fall into the sample (seen in CI:
+    // running_fraction 0.25). Sample only once the child is asleep ('S' in /proc/PID/stat).
+    let asleep = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('S')))
+            .unwrap_or(false)
+    };
+    let start = std::time::Instant::now();
+    while !asleep() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(30), "the child never went to sleep");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     let v = json(&["--pid", &pid, "--duration", "300ms", "--cpus", "2"]);
     assert_eq!(v["pid"].as_u64().unwrap().to_string(), pid);
     assert_eq!(v["cpus"], 2.0);
