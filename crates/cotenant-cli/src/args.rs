@@ -563,8 +563,9 @@ pub enum PoolKind {
     Share,
     /// cotenant's adaptive policy.
     Adaptive,
-    /// cotenant's adaptive policy sharing the host's CPU tokens with the other processes
-    /// (`Builder::host_tokens`): never more tasks running at once than CPUs among them.
+    /// fixed(CPUs) sharing the host's CPU tokens with the other processes
+    /// (`Builder::host_tokens`): every pool may use the whole host, and the tokens alone keep
+    /// the tasks running at once among them to one per CPU.
     Tokens,
     /// fixed(--fixed-threads): a pool sized by hand (the quota and overcommit experiments).
     Fixed,

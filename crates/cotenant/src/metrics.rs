@@ -46,8 +46,9 @@ pub struct Metrics {
     /// Counter: tasks run without a host CPU token because none came within the wait limit
     /// (a pool built with [`host_tokens`](crate::Builder::host_tokens); `crate::tokens`).
     pub token_timeouts: u64,
-    /// Counter: host-token operations that failed (the set was removed, say); the tasks then
-    /// run without a token.
+    /// Counter: host-token operations that failed (the set was removed, say; the tasks then
+    /// run without a token), CPU leases and pinning to them included (the task then runs
+    /// unpinned).
     pub token_errors: u64,
     /// The CPU budget's counters, for a pool built with
     /// [`cpu_budget`](crate::Builder::cpu_budget).

@@ -327,3 +327,152 @@ fn a_process_that_dies_holding_a_token_or_waiting_for_one_leaves_nothing_behind(
     assert!(tokens.acquire(std::time::Duration::ZERO).unwrap(), "a newcomer takes the free token");
     tokens.release().unwrap();
 }
+
+#[test]
+fn a_set_holds_one_lease_per_cpu_each_for_one_holder_at_a_time() {
+    let tokens = HostTokens::private(2).unwrap();
+    // SAFETY: sysconf has no preconditions.
+    let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) } as u32;
+    let leases = configured.min(cotenant::tokens::MAX_LEASES);
+    if tokens.leases() == 0 {
+        // A kernel whose semaphore limits leave no room for leases: sets without them work.
+        eprintln!("skipped: this kernel's semaphore limits leave no room for CPU leases");
+        return;
+    }
+    assert_eq!(tokens.leases(), leases);
+    assert_eq!(tokens.free_leases().unwrap(), (0..leases).collect::<Vec<_>>());
+    assert!(tokens.try_lease(0).unwrap());
+    assert!(!tokens.try_lease(0).unwrap(), "a held lease is not handed out twice");
+    assert!(!tokens.free_leases().unwrap().contains(&0));
+    assert!(!tokens.try_lease(leases).unwrap(), "no lease beyond the CPUs");
+    let beyond = tokens.give_back_lease(leases).unwrap_err().to_string();
+    assert!(beyond.contains(&format!("no lease for CPU {leases}")), "{beyond}");
+    tokens.give_back_lease(0).unwrap();
+    assert_eq!(tokens.free_leases().unwrap(), (0..leases).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_process_that_dies_holding_a_lease_gives_it_back() {
+    let tokens = HostTokens::private(1).unwrap();
+    if tokens.leases() == 0 {
+        eprintln!("skipped: this kernel's semaphore limits leave no room for CPU leases");
+        return;
+    }
+    let holder = Child::run(|| matches!(tokens.try_lease(0), Ok(true)));
+    until("the child holds CPU 0's lease", || !tokens.free_leases().unwrap().contains(&0));
+    drop(holder);
+    assert!(tokens.free_leases().unwrap().contains(&0), "the dead holder's lease came back");
+}
+
+/// The CPUs thread `tid` of this process may run on (`Cpus_allowed_list` in its status).
+fn cpus_allowed(tid: libc::pid_t) -> String {
+    let path = format!("/proc/self/task/{tid}/status");
+    let status = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_owned()
+}
+
+fn gettid() -> libc::pid_t {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
+#[test]
+fn a_token_holder_runs_on_the_cpu_it_leased_and_everywhere_again_after() {
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    if tokens.leases() == 0 {
+        eprintln!("skipped: this kernel's semaphore limits leave no room for CPU leases");
+        return;
+    }
+    let everywhere = cpus_allowed(gettid());
+    let pool =
+        Pool::builder().policy(Policy::fixed(1)).threads(1).host_tokens(tokens.clone()).build().unwrap();
+    let in_task = tokens.clone();
+    let (tid, during, free_during) = pool
+        .spawn(move || (gettid(), cpus_allowed(gettid()), in_task.free_leases().unwrap()))
+        .join()
+        .unwrap();
+    let leased: u32 =
+        during.parse().unwrap_or_else(|_| panic!("pinned to one CPU while it runs, got {during}"));
+    assert!(!free_during.contains(&leased), "CPU {leased}'s lease is held while the task runs");
+    // The lease goes back before the token, the worker is unpinned before either.
+    until("the token is back", || tokens.available().unwrap() == 1);
+    assert_eq!(cpus_allowed(tid), everywhere, "the worker may run everywhere again");
+    assert_eq!(tokens.free_leases().unwrap().len() as u32, tokens.leases(), "every lease is back");
+}
+
+#[test]
+fn holders_running_at_once_run_on_different_cpus() {
+    // SAFETY: cpu_set_t is plain data that sched_getaffinity fills.
+    let allowed = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
+        libc::CPU_COUNT(&set) as usize
+    };
+    // As many holders as the process has CPUs (at most 4), all running at once.
+    let holders = allowed.min(4);
+    let tokens = Arc::new(HostTokens::private(holders as u32).unwrap());
+    if holders < 2 || tokens.leases() == 0 {
+        eprintln!("skipped: needs 2 CPUs and CPU leases (has {allowed} CPUs, {} leases)", tokens.leases());
+        return;
+    }
+    let pool = Pool::builder()
+        .policy(Policy::fixed(holders))
+        .threads(holders)
+        .host_tokens(tokens.clone())
+        .build()
+        .unwrap();
+    let together = Arc::new(std::sync::Barrier::new(holders));
+    let tasks: Vec<_> = (0..holders)
+        .map(|_| {
+            let together = together.clone();
+            pool.spawn(move || {
+                together.wait();
+                let cpus = cpus_allowed(gettid());
+                together.wait();
+                cpus
+            })
+        })
+        .collect();
+    let mut cpus: Vec<String> = tasks.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(cpus.iter().all(|c| c.parse::<u32>().is_ok()), "each pinned to one CPU: {cpus:?}");
+    cpus.sort();
+    cpus.dedup();
+    assert_eq!(cpus.len(), holders, "no two holders on one CPU");
+}
+
+#[test]
+fn a_pool_pinned_for_good_takes_no_leases() {
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    let pool = Pool::builder()
+        .policy(Policy::fixed(1))
+        .threads(1)
+        .pin_workers(true)
+        .host_tokens(tokens.clone())
+        .build()
+        .unwrap();
+    let in_task = tokens.clone();
+    let (free, available) = pool
+        .spawn(move || (in_task.free_leases().unwrap().len(), in_task.available().unwrap()))
+        .join()
+        .unwrap();
+    assert_eq!(available, 0, "the task holds the token");
+    assert_eq!(free as u32, tokens.leases(), "but no lease");
+}
+
+#[test]
+fn a_pool_without_leases_runs_its_tasks_unpinned() {
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    let everywhere = cpus_allowed(gettid());
+    let pool = Pool::builder()
+        .policy(Policy::fixed(1))
+        .threads(1)
+        .host_tokens(tokens.clone())
+        .host_tokens_leases(false)
+        .build()
+        .unwrap();
+    let in_task = tokens.clone();
+    let (cpus, free) =
+        pool.spawn(move || (cpus_allowed(gettid()), in_task.free_leases().unwrap().len())).join().unwrap();
+    assert_eq!(cpus, everywhere, "the task sees all the process's CPUs");
+    assert_eq!(free as u32, tokens.leases(), "no lease taken");
+}

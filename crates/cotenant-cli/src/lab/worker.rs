@@ -154,10 +154,11 @@ impl From<&Summary> for SummaryRow {
 pub fn build_pool(args: &LabWorkerArgs, cpus: usize) -> anyhow::Result<cotenant::Pool> {
     let processes = args.processes.max(1) as usize;
     let policy = match args.pool {
-        PoolKind::Ignorant => cotenant::Policy::fixed(cpus),
+        // Tokens: the tokens alone bound the tasks running at once (docs/host-tokens.md).
+        PoolKind::Ignorant | PoolKind::Tokens => cotenant::Policy::fixed(cpus),
         PoolKind::Optimal => cotenant::Policy::fixed((cpus / processes).max(1)),
         PoolKind::Share => cotenant::Policy::share(args.share_factor),
-        PoolKind::Adaptive | PoolKind::Tokens => cotenant::Policy::adaptive(),
+        PoolKind::Adaptive => cotenant::Policy::adaptive(),
         PoolKind::Fixed => match args.fixed_threads {
             Some(n) => cotenant::Policy::fixed(n as usize),
             None => bail!("--pool fixed needs --fixed-threads"),

@@ -6,8 +6,18 @@
 //! worker waits cancels its task: the wait checks for it every 50 ms, keeping its place in the
 //! queue of waiters.
 //!
+//! With a token, a worker also takes the lease of one CPU it may run on (the one it runs on
+//! when that is free) and pins itself there for the task (`crate::tokens`, "CPU leases"): two
+//! holders then never share a CPU while another idles. It is pinned only while it holds the
+//! lease: a worker that waits (for a token, or for work) must be free to wake on whichever CPU
+//! is idle, or a token freed on one CPU waits for a busy other one (seen in a traced run: woken
+//! waiters queued for up to 8 ms behind the holder of their old CPU). That costs two
+//! `sched_setaffinity` calls per task, a few microseconds. A pool whose workers are pinned for
+//! good (`Builder::pin_workers`) takes no leases.
+//!
 //! [`Builder::host_tokens`]: super::Builder::host_tokens
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,11 +32,18 @@ const CANCEL_CHECK: Duration = Duration::from_millis(50);
 pub(crate) struct PoolTokens {
     set: Arc<HostTokens>,
     wait: Duration,
+    /// The CPUs the process could run on when the pool was built, whose leases the workers
+    /// take; empty: no leases.
+    allowed: Vec<u32>,
     /// Tasks run without a token because none came within `wait`.
     pub(crate) timeouts: AtomicU64,
-    /// Token operations that failed (taking one: the task then runs without; giving one back).
+    /// Token operations that failed (taking one: the task then runs without; giving one back),
+    /// leases and pinning included (the task then runs unpinned).
     pub(crate) errors: AtomicU64,
     warned: AtomicBool,
+    /// A pinning failure was logged (apart from `warned`, so that a later token failure is
+    /// still logged).
+    warned_pin: AtomicBool,
 }
 
 /// What a worker about to run a task got.
@@ -39,25 +56,45 @@ pub(crate) enum Take<'a> {
     Cancelled,
 }
 
-/// A token held for one task; dropping it gives the token back.
-pub(crate) struct Held<'a>(&'a PoolTokens);
+/// A token held for one task, with the lease of the CPU the worker runs on if it got one;
+/// dropping it gives both back, the lease first.
+pub(crate) struct Held<'a> {
+    tokens: &'a PoolTokens,
+    lease: Option<u32>,
+}
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        if let Err(e) = self.0.set.release() {
-            self.0.failed(&e);
+        if let Some(cpu) = self.lease.take() {
+            self.tokens.unpin();
+            if let Err(e) = self.tokens.set.give_back_lease(cpu) {
+                self.tokens.failed(&e);
+            }
+        }
+        if let Err(e) = self.tokens.set.release() {
+            self.tokens.failed(&e);
         }
     }
 }
 
+thread_local! {
+    /// The CPU this worker pinned itself to for the lease it holds, and the mask it had before
+    /// (given back when the lease goes); `None`: not pinned.
+    static PINNED: Cell<Option<(u32, libc::cpu_set_t)>> = const { Cell::new(None) };
+}
+
 impl PoolTokens {
-    pub(crate) fn new(set: Arc<HostTokens>, wait: Duration) -> PoolTokens {
+    /// `allowed`: the CPUs whose leases the workers may take, ascending (empty: none).
+    pub(crate) fn new(set: Arc<HostTokens>, wait: Duration, allowed: Vec<u32>) -> PoolTokens {
+        let allowed = if set.leases() == 0 { Vec::new() } else { allowed };
         PoolTokens {
             set,
             wait,
+            allowed,
             timeouts: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             warned: AtomicBool::new(false),
+            warned_pin: AtomicBool::new(false),
         }
     }
 
@@ -66,10 +103,15 @@ impl PoolTokens {
     pub(crate) fn take(&self, cancelling: impl Fn() -> bool) -> Take<'_> {
         match self.set.acquire_or_cancel(self.wait, CANCEL_CHECK, &cancelling) {
             Ok(Acquired::Token) if cancelling() => {
-                drop(Held(self));
+                drop(Held { tokens: self, lease: None });
                 Take::Cancelled
             }
-            Ok(Acquired::Token) => Take::Held(Held(self)),
+            Ok(Acquired::Token) => {
+                // Held first: whatever happens while leasing, the token goes back.
+                let mut held = Held { tokens: self, lease: None };
+                held.lease = self.lease();
+                Take::Held(held)
+            }
             Ok(Acquired::Cancelled) => Take::Cancelled,
             // A shutdown during the last sleep of the wait still cancels.
             Ok(Acquired::TimedOut) if cancelling() => Take::Cancelled,
@@ -81,6 +123,93 @@ impl PoolTokens {
                 self.failed(&e);
                 Take::Without
             }
+        }
+    }
+
+    /// Takes the lease of a CPU for the token just taken, preferring the one the worker is
+    /// on, and pins the worker there; `None` (no leases, none free among the allowed CPUs, or
+    /// an error): the worker runs on all the allowed CPUs.
+    fn lease(&self) -> Option<u32> {
+        if self.allowed.is_empty() {
+            return None;
+        }
+        match self.take_lease() {
+            Ok(Some(cpu)) => {
+                if let Err(e) = self.pin(cpu) {
+                    // The CPU left the process's set since the pool was built, say.
+                    self.failed_pin(&format!(
+                        "pinning a worker to CPU {cpu} failed ({e}); the task runs unpinned"
+                    ));
+                    if let Err(e) = self.set.give_back_lease(cpu) {
+                        self.failed(&e);
+                    }
+                    return None;
+                }
+                Some(cpu)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                self.failed(&e);
+                None
+            }
+        }
+    }
+
+    fn take_lease(&self) -> Result<Option<u32>, crate::tokens::TokensError> {
+        // SAFETY: sched_getcpu has no preconditions (-1 on failure).
+        let here = u32::try_from(unsafe { libc::sched_getcpu() }).ok();
+        if let Some(here) = here.filter(|&cpu| self.may_run_on(cpu)) {
+            if self.set.try_lease(here)? {
+                return Ok(Some(here));
+            }
+        }
+        // Another holder runs here: a free CPU, the next one after this in id order first,
+        // so that holders moving at once spread rather than all try the same one.
+        let free: Vec<u32> =
+            self.set.free_leases()?.into_iter().filter(|&cpu| self.may_run_on(cpu)).collect();
+        let start = here.map_or(0, |here| free.iter().position(|&c| c > here).unwrap_or(0));
+        for &cpu in free[start..].iter().chain(&free[..start]) {
+            if self.set.try_lease(cpu)? {
+                return Ok(Some(cpu));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether `cpu` is one of the allowed CPUs (ascending, from `sched_getaffinity`).
+    fn may_run_on(&self, cpu: u32) -> bool {
+        self.allowed.binary_search(&cpu).is_ok()
+    }
+
+    /// Pins this worker to `cpu`, remembering the mask it had (already there: nothing to do).
+    fn pin(&self, cpu: u32) -> std::io::Result<()> {
+        let before = match PINNED.get() {
+            Some((pinned, _)) if pinned == cpu => return Ok(()),
+            Some((_, before)) => before,
+            None => super::placement::current_thread_mask()?,
+        };
+        super::placement::bind_current_thread(&[cpu])?;
+        PINNED.set(Some((cpu, before)));
+        Ok(())
+    }
+
+    /// Gives this worker back the CPU mask it had before a lease pinned it.
+    fn unpin(&self) {
+        if let Some((cpu, before)) = PINNED.get() {
+            match super::placement::restore_current_thread(&before) {
+                Ok(()) => PINNED.set(None),
+                // Still pinned: the next lease of another CPU re-pins it; counted and logged.
+                Err(e) => self.failed_pin(&format!(
+                    "unpinning a worker from CPU {cpu} failed ({e}); it stays there until its next lease"
+                )),
+            }
+        }
+    }
+
+    fn failed_pin(&self, what: &str) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        if !self.warned_pin.swap(true, Ordering::Relaxed) {
+            tracing::warn!("host tokens: {what}");
         }
     }
 

@@ -179,6 +179,8 @@ pub struct Builder {
     host_tokens: Option<Arc<crate::tokens::HostTokens>>,
     #[cfg(not(loom))]
     host_tokens_wait: Duration,
+    #[cfg(not(loom))]
+    host_tokens_leases: bool,
 }
 
 impl Default for Builder {
@@ -199,6 +201,8 @@ impl Default for Builder {
             host_tokens: None,
             #[cfg(not(loom))]
             host_tokens_wait: host_tokens::DEFAULT_WAIT,
+            #[cfg(not(loom))]
+            host_tokens_leases: true,
         }
     }
 }
@@ -346,6 +350,10 @@ impl Builder {
     /// with [`cpu_budget`](Builder::cpu_budget), whose parking would hold it too). Under
     /// [`Full::CallerRuns`] the submitter runs its task without a token. Default: no tokens.
     ///
+    /// With a token a worker also leases a CPU of its own and runs the task pinned there (see
+    /// [`host_tokens_leases`](Builder::host_tokens_leases)): inside the task, threads it starts
+    /// inherit that one-CPU mask and `available_parallelism()` says 1.
+    ///
     /// ```
     /// use std::sync::Arc;
     /// let tokens = Arc::new(cotenant::tokens::HostTokens::private(2).unwrap());
@@ -368,6 +376,18 @@ impl Builder {
     #[cfg(not(loom))]
     pub fn host_tokens_wait(mut self, wait: Duration) -> Self {
         self.host_tokens_wait = wait;
+        self
+    }
+
+    /// Whether a [`host_tokens`](Builder::host_tokens) pool's worker leases a CPU with its token
+    /// and runs the task pinned there (`docs/host-tokens.md`, "CPU leases"): without leases the
+    /// kernel may place two holders on one CPU while another idles, for a scheduler tick
+    /// (twice the service time at p99 on the test VM). Turn off for tasks that start threads of
+    /// their own or must see all the process's CPUs. Workers pinned for good
+    /// ([`pin_workers`](Builder::pin_workers)) never lease. Default: on.
+    #[cfg(not(loom))]
+    pub fn host_tokens_leases(mut self, leases: bool) -> Self {
+        self.host_tokens_leases = leases;
         self
     }
 
@@ -498,10 +518,12 @@ impl Builder {
             #[cfg(not(loom))]
             budget,
             #[cfg(not(loom))]
-            host_tokens: self
-                .host_tokens
-                .clone()
-                .map(|set| host_tokens::PoolTokens::new(set, self.host_tokens_wait)),
+            host_tokens: self.host_tokens.clone().map(|set| {
+                // Workers pinned for good take no CPU leases (`host_tokens.rs`).
+                let leases_on =
+                    if self.pin_workers || !self.host_tokens_leases { Vec::new() } else { affinity_cpus() };
+                host_tokens::PoolTokens::new(set, self.host_tokens_wait, leases_on)
+            }),
             #[cfg(not(loom))]
             elastic: self
                 .elastic

@@ -51,10 +51,11 @@ struct Simulated {
 /// The library policy each lab pool kind stands for.
 fn policy(kind: PoolKind, cpus: u32, processes: u32) -> anyhow::Result<Policy> {
     Ok(match kind {
-        PoolKind::Ignorant => Policy::fixed(cpus as usize),
+        // Tokens: the tokens alone bound the tasks running at once, as in the lab.
+        PoolKind::Ignorant | PoolKind::Tokens => Policy::fixed(cpus as usize),
         PoolKind::Optimal => Policy::fixed((cpus / processes).max(1) as usize),
         PoolKind::Share => Policy::share(1.0),
-        PoolKind::Adaptive | PoolKind::Tokens => Policy::adaptive(),
+        PoolKind::Adaptive => Policy::adaptive(),
         other => bail!(
             "--pools: {} is not simulated (ignorant, optimal, share, adaptive and tokens are)",
             crate::lab::neighbours::kind_name(other)
