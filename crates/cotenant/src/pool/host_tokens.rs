@@ -7,11 +7,11 @@
 //! queue of waiters.
 //!
 //! With a token, a worker also takes the lease of one CPU it may run on (the one it runs on
-//! when that is free) and pins itself there for the task (`crate::tokens`, "CPU leases"): two
-//! holders then never share a CPU while another idles. It is pinned only while it holds the
+//! when that is free) and pins itself there for the task (`crate::tokens`, "CPU leases"):
+//! holders with a lease then never share a CPU while another idles. It is pinned only while it holds the
 //! lease: a worker that waits (for a token, or for work) must be free to wake on whichever CPU
 //! is idle, or a token freed on one CPU waits for a busy other one (seen in a traced run: woken
-//! waiters queued for up to 8 ms behind the holder of their old CPU). That costs two
+//! waiters queued behind the holder of their old CPU while the freed one idled). That costs two
 //! `sched_setaffinity` calls per task, a few microseconds. A pool whose workers are pinned for
 //! good (`Builder::pin_workers`) takes no leases.
 //!
@@ -188,7 +188,7 @@ impl PoolTokens {
             Some((_, before)) => before,
             None => super::placement::current_thread_mask()?,
         };
-        super::placement::bind_current_thread(&[cpu])?;
+        super::placement::pin_current_thread(cpu)?;
         PINNED.set(Some((cpu, before)));
         Ok(())
     }

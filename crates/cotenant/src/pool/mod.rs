@@ -618,14 +618,13 @@ fn default_threads() -> usize {
 /// placement shows no pinned worker).
 fn affinity_cpus() -> Vec<u32> {
     #[cfg(not(loom))]
-    // SAFETY: cpu_set_t is plain data, filled by sched_getaffinity for the calling thread;
-    // CPU_ISSET reads inside it for ids below its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            let bits = 8 * std::mem::size_of::<libc::cpu_set_t>();
-            return (0..bits).filter(|&cpu| libc::CPU_ISSET(cpu, &set)).map(|cpu| cpu as u32).collect();
-        }
+    if let Ok(set) = placement::current_thread_mask() {
+        let bits = 8 * std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: CPU_ISSET reads inside the set for ids below its size.
+        return (0..bits)
+            .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+            .map(|cpu| cpu as u32)
+            .collect();
     }
     Vec::new()
 }

@@ -129,30 +129,23 @@ pub(crate) fn apply(index: usize, request: &Request) -> Outcome {
     Outcome { index, cpu, background }
 }
 
+/// Lets the calling thread run on `cpu` only (`sched_setaffinity`).
 #[cfg(not(loom))]
-fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
-    bind_current_thread(&[cpu])
-}
-
-/// Lets the calling thread run on `cpus` only (`sched_setaffinity`).
-#[cfg(not(loom))]
-pub(super) fn bind_current_thread(cpus: &[u32]) -> std::io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it (ids beyond its
-    // size are refused before CPU_SET), and sched_setaffinity(0, ...) reads
+pub(super) fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
+    let cpu = cpu as usize;
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it (an id beyond its
+    // size is refused before CPU_SET), and sched_setaffinity(0, ...) reads
     // size_of::<cpu_set_t>() bytes of it for the calling thread.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        for &cpu in cpus {
-            let cpu = cpu as usize;
-            if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!("CPU {cpu} beyond cpu_set_t"),
-                ));
-            }
-            libc::CPU_SET(cpu, &mut set);
+        if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("CPU {cpu} beyond cpu_set_t"),
+            ));
         }
+        libc::CPU_ZERO(&mut set);
+        libc::CPU_SET(cpu, &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
             return Err(std::io::Error::last_os_error());
         }

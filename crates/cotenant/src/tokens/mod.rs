@@ -51,7 +51,8 @@
 //! not where: the kernel places a woken token waiter by its own heuristics, and on this
 //! project's test VM it often put it on the CPU of a holder that kept running while the other
 //! CPU went idle, where the two shared one CPU until the next load balance, a tick later (a
-//! traced run: about 800 episodes of 2–5 ms in 5 s; service p99 twice the item's time). A
+//! traced run: 836 ms of runnable waiting with the other CPU idle in 5 s; service p99 twice
+//! the item's time). A
 //! holder gives its lease back before its token, so a holder never finds every lease taken
 //! while there are no more tokens than leases. A set without leases (made by an older
 //! cotenant, or where the kernel's per-set limit is too low for one per CPU) works as before.
@@ -754,6 +755,15 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    /// Removes this user's set `name` when dropped (an assertion failing first included).
+    struct RemoveNamed(String);
+
+    impl Drop for RemoveNamed {
+        fn drop(&mut self) {
+            let _ = HostTokens::remove_named(&self.0);
+        }
+    }
+
     #[test]
     fn a_set_without_leases_from_an_older_cotenant_still_hands_out_tokens() {
         let name = format!("cotenant-test-no-leases-{}", std::process::id());
@@ -762,14 +772,7 @@ mod tests {
         assert!(semid >= 0, "semget: {}", io::Error::last_os_error());
         // What an older cotenant made: the protocol's four semaphores, initialised.
         HostTokens::without_pipe(semid, 1, &name).initialise(1).unwrap();
-        // Removed however the test ends (an assertion failing first included).
-        struct Remove(String);
-        impl Drop for Remove {
-            fn drop(&mut self) {
-                let _ = HostTokens::remove_named(&self.0);
-            }
-        }
-        let _remove = Remove(name.clone());
+        let _remove = RemoveNamed(name.clone());
         let tokens = HostTokens::open(&name, 1).unwrap();
         assert_eq!((tokens.count(), tokens.leases()), (1, 0));
         assert!(tokens.acquire(Duration::ZERO).unwrap());
@@ -904,14 +907,7 @@ mod tests {
     #[test]
     fn a_named_set_is_shared_and_keeps_its_first_count() {
         let name = format!("test-{}", std::process::id());
-        // Removes the set even if an assertion fails.
-        struct Remove(String);
-        impl Drop for Remove {
-            fn drop(&mut self) {
-                let _ = HostTokens::remove_named(&self.0);
-            }
-        }
-        let _remove = Remove(name.clone());
+        let _remove = RemoveNamed(name.clone());
         let first = HostTokens::open(&name, 3).unwrap();
         let second = HostTokens::open(&name, 8).unwrap();
         assert_eq!(second.count(), 3);
