@@ -468,6 +468,12 @@ pub struct LabArgs {
     /// the test VM; see RESULTS.md, "Where the seed's shape holds").
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub round_trip_us: Option<u64>,
+    /// `isolation`: how the load generator's connection threads are scheduled. `realtime`
+    /// (`SCHED_FIFO` 1, falling back to normal with the reason recorded) keeps B from delaying
+    /// the client itself, as if it ran on another host; `normal` lets the client compete with
+    /// the tenants (RESULTS.md, "isolation").
+    #[arg(long, value_enum, default_value_t = crate::lab::loadgen::ClientPriority::Realtime)]
+    pub client_priority: crate::lab::loadgen::ClientPriority,
 }
 
 /// How the Go worker runs its items (`go-neighbours`).

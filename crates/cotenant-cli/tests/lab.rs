@@ -182,6 +182,9 @@ fn isolation_quick_runs_every_scenario_with_both_tenants() {
         // The doctor ran on A during every run and its top finding is stored with the numbers.
         let top = row["doctor_top"].as_str().unwrap();
         assert!(!top.is_empty() && row["doctor_summary"].as_str().unwrap().starts_with(top), "{row}");
+        // The client asks for SCHED_FIFO by default and records whether it got it.
+        let client = row["client_ran_as"].as_str().unwrap();
+        assert!(client == "SCHED_FIFO 1" || client.starts_with("normal (SCHED_FIFO refused: "), "{row}");
     }
     let idle = rows.iter().find(|r| r["scenario"] == "idle").unwrap();
     assert_eq!(idle["b_ran_as"], "SCHED_IDLE", "{idle}");

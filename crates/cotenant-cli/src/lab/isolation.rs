@@ -302,14 +302,20 @@ impl Drop for Tenant {
 struct Config {
     seconds: f64,
     rate: f64,
+    client: loadgen::ClientPriority,
 }
 
-fn run_once(
-    lab: &Lab,
-    layout: &Layout,
-    scenario: Scenario,
-    config: &Config,
-) -> anyhow::Result<(RunFigures, String, Diagnosis)> {
+/// One run's figures and how it ran.
+struct OneRun {
+    figures: RunFigures,
+    /// How B's threads were scheduled (empty without B).
+    b_ran_as: String,
+    /// How the load generator's threads were scheduled.
+    client_ran_as: String,
+    diagnosis: Diagnosis,
+}
+
+fn run_once(lab: &Lab, layout: &Layout, scenario: Scenario, config: &Config) -> anyhow::Result<OneRun> {
     let exe = std::env::current_exe().context("locating the cotenant binary")?;
     let parent = std::process::id().to_string();
     let (cpus_a, cpus_b) = split_cpus(lab.host.cpus);
@@ -379,7 +385,7 @@ fn run_once(
             root: "/".into(),
         })
     });
-    let load = loadgen::drive(addr, config.rate, window, CONNECTIONS)?;
+    let load = loadgen::drive(addr, config.rate, window, CONNECTIONS, config.client)?;
     let report = doctor.join().map_err(|_| anyhow::anyhow!("the doctor thread panicked"))?;
     let diagnosis = Diagnosis {
         scenario,
@@ -411,7 +417,7 @@ fn run_once(
         errors: load.errors + (load.due - load.completed - load.errors),
         b_chunks_per_s,
     };
-    Ok((figures, b_priority, diagnosis))
+    Ok(OneRun { figures, b_ran_as: b_priority, client_ran_as: load.client_ran_as, diagnosis })
 }
 
 /// Whether a new cgroup here has `cpu.idle` (Linux 5.15+), probed with a throw-away cgroup.
@@ -486,8 +492,11 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
             })
         }
     };
-    let config =
-        Config { seconds: args.seconds.map_or(if args.quick { 1.0 } else { 5.0 }, |s| s as f64), rate: RATE };
+    let config = Config {
+        seconds: args.seconds.map_or(if args.quick { 1.0 } else { 5.0 }, |s| s as f64),
+        rate: RATE,
+        client: args.client_priority,
+    };
     let repeats = args.repeats.unwrap_or(if args.quick { 1 } else { 5 }) as usize;
     let has_cpu_idle = has_cpu_idle(layout);
     let scenarios = chosen_scenarios(&args.scenarios, layout.has_cpuset(), has_cpu_idle);
@@ -495,13 +504,15 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
     let mut runs: Vec<Vec<RunFigures>> = vec![Vec::new(); scenarios.len()];
     let mut priorities = Vec::new();
     let mut diagnoses = Vec::new();
+    let mut clients: Vec<String> = Vec::new();
     // Repeats are interleaved (every scenario once, then again) so that a slow drift in the
     // host's background noise spreads over all scenarios instead of biasing one.
     for repeat in 0..repeats {
         for (i, &scenario) in scenarios.iter().enumerate() {
             let busy_before = lab.quiet_check();
             eprintln!("lab isolation: repeat {}/{repeats}, {}", repeat + 1, scenario.name());
-            let (figures, priority, diagnosis) = run_once(lab, layout, scenario, &config)?;
+            let OneRun { figures, b_ran_as: priority, client_ran_as, diagnosis } =
+                run_once(lab, layout, scenario, &config)?;
             let mut row = serde_json::Map::new();
             row.insert("scenario".into(), scenario.name().into());
             row.insert("repeat".into(), repeat.into());
@@ -523,6 +534,10 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
                 },
             );
             row.insert("b_ran_as".into(), priority.clone().into());
+            row.insert("client_ran_as".into(), client_ran_as.clone().into());
+            if !clients.contains(&client_ran_as) {
+                clients.push(client_ran_as);
+            }
             row.insert("doctor_top".into(), diagnosis.top.clone().into());
             row.insert("doctor_summary".into(), diagnosis.summary.clone().into());
             outcome.rows.push(row);
@@ -552,6 +567,12 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
         report.push_str("\nThe cgroup-idle scenarios were skipped: this kernel's cgroups have no cpu.idle (Linux 5.15+).\n");
     }
     let _ = writeln!(report, "\nB ran as: {}.", priorities.join("; "));
+    let _ = writeln!(
+        report,
+        "\nThe load generator's threads ran as: {} (`--client-priority`; realtime stands in for a client on \
+         another host, which B cannot delay).",
+        clients.join("; ")
+    );
     let _ = writeln!(
         report,
         "\n`cotenant doctor --pid <A>` during each run ({} s in the middle of the load), top finding per \

@@ -8,6 +8,13 @@
 //! Latencies go into an HDR histogram (µs, 3 significant digits). The run is bounded: requests
 //! due after `duration` are not sent, and a request unanswered for [`REQUEST_TIMEOUT`] is an
 //! error.
+//!
+//! Where the client runs matters as much as the server: on one host, the client's own threads
+//! wait for a CPU behind the neighbour B like anyone else, and every such wait counts as A's
+//! latency. [`ClientPriority::Realtime`] runs the connection threads at `SCHED_FIFO` 1 so
+//! that they stand in for a client on another host (they use a few per cent of a CPU at the
+//! lab's rate); on the test VM this moved A's p99 next to a `SCHED_IDLE` B from 3-45x
+//! baseline to about 1x (RESULTS.md, "isolation").
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -21,6 +28,16 @@ use hdrhistogram::Histogram;
 /// How long one request may take before it counts as an error.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How the load generator's connection threads are scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientPriority {
+    /// `SCHED_FIFO` priority 1 (needs root or `CAP_SYS_NICE`; otherwise normal, reason recorded).
+    Realtime,
+    /// The normal policy: the client competes for CPUs with the tenants.
+    Normal,
+}
+
 /// What a run measured.
 pub struct LoadResult {
     /// Latency from the intended send time to the end of the answer, µs.
@@ -31,6 +48,25 @@ pub struct LoadResult {
     pub errors: u64,
     /// Requests due in the run.
     pub due: u64,
+    /// How the connection threads ran: `SCHED_FIFO 1`, `normal`, or `normal (SCHED_FIFO
+    /// refused: <error>)`.
+    pub client_ran_as: String,
+}
+
+/// Applies `priority` to the calling thread; returns how it runs.
+fn schedule_client_thread(priority: ClientPriority) -> String {
+    match priority {
+        ClientPriority::Normal => "normal".to_owned(),
+        ClientPriority::Realtime => {
+            let param = libc::sched_param { sched_priority: 1 };
+            // SAFETY: plain syscall on the calling thread (0) with a valid parameter.
+            if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } == 0 {
+                "SCHED_FIFO 1".to_owned()
+            } else {
+                format!("normal (SCHED_FIFO refused: {})", std::io::Error::last_os_error())
+            }
+        }
+    }
 }
 
 /// Requests due in `duration` at `rate` per second.
@@ -53,6 +89,7 @@ pub fn drive(
     rate: f64,
     duration: Duration,
     connections: usize,
+    priority: ClientPriority,
 ) -> anyhow::Result<LoadResult> {
     let due = due_requests(rate, duration);
     let next = Arc::new(AtomicU64::new(0));
@@ -73,17 +110,32 @@ pub fn drive(
         .into_iter()
         .map(|conn| {
             let next = next.clone();
-            std::thread::spawn(move || connection_loop(addr, conn, rate, due, start, &next))
+            std::thread::spawn(move || {
+                let ran_as = schedule_client_thread(priority);
+                (connection_loop(addr, conn, rate, due, start, &next), ran_as)
+            })
         })
         .collect();
-    let mut result = LoadResult { latency_us: new_histogram(), completed: 0, errors: 0, due };
+    let mut result = LoadResult {
+        latency_us: new_histogram(),
+        completed: 0,
+        errors: 0,
+        due,
+        client_ran_as: String::new(),
+    };
+    let mut ran_as_all: Vec<String> = Vec::new();
     for worker in workers {
-        let (hist, completed, errors) =
+        let ((hist, completed, errors), ran_as) =
             worker.join().map_err(|_| anyhow::anyhow!("a load generator thread panicked"))?;
+        if !ran_as_all.contains(&ran_as) {
+            ran_as_all.push(ran_as);
+        }
         result.latency_us.add(&hist).context("merging latency histograms")?;
         result.completed += completed;
         result.errors += errors;
     }
+    // Every thread asks for the same policy; they differ only if the kernel refused some.
+    result.client_ran_as = ran_as_all.join("; ");
     Ok(result)
 }
 
@@ -180,6 +232,25 @@ mod tests {
     }
 
     #[test]
+    fn a_realtime_client_thread_runs_fifo_or_says_why_not() {
+        let (normal, realtime, policy) = std::thread::spawn(|| {
+            let normal = schedule_client_thread(ClientPriority::Normal);
+            let realtime = schedule_client_thread(ClientPriority::Realtime);
+            // SAFETY: queries the calling thread.
+            (normal, realtime, unsafe { libc::sched_getscheduler(0) })
+        })
+        .join()
+        .unwrap();
+        assert_eq!(normal, "normal");
+        if realtime == "SCHED_FIFO 1" {
+            assert_eq!(policy, libc::SCHED_FIFO);
+        } else {
+            assert!(realtime.starts_with("normal (SCHED_FIFO refused: "), "{realtime}");
+            assert_eq!(policy, libc::SCHED_OTHER);
+        }
+    }
+
+    #[test]
     fn a_run_against_a_real_server_counts_every_request() {
         let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
         let addr = server.server_addr().to_ip().unwrap();
@@ -192,11 +263,12 @@ mod tests {
                 }
             })
         };
-        let result = drive(addr, 500.0, Duration::from_millis(200), 4).unwrap();
+        let result = drive(addr, 500.0, Duration::from_millis(200), 4, ClientPriority::Normal).unwrap();
         server.unblock();
         serving.join().unwrap();
         assert_eq!(result.due, 100);
         assert_eq!(result.completed + result.errors, 100, "every due request is accounted for");
         assert_eq!(result.latency_us.len(), result.completed);
+        assert_eq!(result.client_ran_as, "normal");
     }
 }
