@@ -569,9 +569,9 @@ pub enum PoolKind {
     Share,
     /// cotenant's adaptive policy.
     Adaptive,
-    /// fixed(CPUs) sharing the host's CPU tokens with the other processes
-    /// (`Builder::host_tokens`): every pool may use the whole host, and the tokens alone keep
-    /// the tasks running at once among them to one per CPU.
+    /// cotenant's adaptive policy sharing the host's CPU tokens with the other processes
+    /// (`Builder::host_tokens`): the tokens keep the tasks running at once among them to one
+    /// per CPU, so each pool may use a CPU the others leave idle.
     Tokens,
     /// fixed(--fixed-threads): a pool sized by hand (the quota and overcommit experiments).
     Fixed,

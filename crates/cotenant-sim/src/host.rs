@@ -449,8 +449,11 @@ impl Sim {
                 token: false,
             }));
             let start = p.policy.fixed_target().map_or(p.threads, |n| n.min(p.threads as usize) as u32);
+            // As the library's builder does for a pool with host tokens.
+            let policy =
+                if p.uses_tokens { p.policy.clone().sharing_host_tokens() } else { p.policy.clone() };
             processes.push(Process {
-                config: p.clone(),
+                config: ProcessConfig { policy, ..p.clone() },
                 rng: SplitMix64::stream(config.seed, u64::from(i)),
                 queue: VecDeque::new(),
                 first,

@@ -97,6 +97,27 @@ fn adaptive_does_not_grow_into_the_gaps_of_a_bursty_neighbour() {
 }
 
 #[test]
+fn with_shared_tokens_adaptive_uses_a_cpu_its_neighbour_leaves_idle_but_still_yields_to_waits() {
+    // The bursty neighbour of the test above, but sharing our host CPU tokens: the tokens keep
+    // both pools' running tasks to one per CPU, so its bursts cannot overcommit the host and
+    // the pool takes both CPUs at once (RESULTS.md, "Longer runs at 70 %").
+    let policy = Policy::adaptive().sharing_host_tokens();
+    let mut state = PolicyState::new(1);
+    let burst = sample(2, 2, 1.0, 1.0, 1.0, 3);
+    let gap = sample(2, 2, 1.0, 1.0, 0.0, 3);
+    let targets: Vec<u32> = (0..12)
+        .map(|period| policy.decide(if period % 3 == 0 { &burst } else { &gap }, &mut state).target)
+        .collect();
+    assert_eq!(targets.last(), Some(&2), "{targets:?}");
+    assert!(targets.iter().all(|t| (1..=2).contains(t)), "{targets:?}");
+    // A neighbour that does not share the tokens makes our workers wait: the pool still shrinks.
+    let mut waited = sample(2, 2, 2.0, 1.0, 1.0, 50);
+    waited.workers_runq_wait_ns = Some(PERIOD);
+    let targets = decide_n(&policy, &mut state, &waited, 3);
+    assert!(targets.iter().any(|&(t, r)| t == 1 && r == Reason::Contention), "{targets:?}");
+}
+
+#[test]
 fn adaptive_holds_for_one_period_after_a_change() {
     let policy = Policy::adaptive();
     let mut state = PolicyState::new(2);

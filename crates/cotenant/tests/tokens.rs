@@ -97,6 +97,21 @@ fn a_removed_set_leaves_the_pool_running_without_tokens() {
 }
 
 #[test]
+fn with_tokens_the_adaptive_policy_stops_sizing_against_the_token_sharers() {
+    let tokens = Arc::new(HostTokens::private(2).unwrap());
+    let adaptive = Pool::builder().host_tokens(tokens.clone()).build().unwrap();
+    assert_eq!(adaptive.policy(), &Policy::adaptive().sharing_host_tokens());
+    adaptive.shutdown();
+    // A fixed pool keeps its target; a pool without tokens keeps the plain policy.
+    let fixed = Pool::builder().policy(Policy::fixed(2)).host_tokens(tokens).build().unwrap();
+    assert_eq!(fixed.policy(), &Policy::fixed(2));
+    fixed.shutdown();
+    let plain = Pool::builder().build().unwrap();
+    assert_eq!(plain.policy(), &Policy::adaptive());
+    plain.shutdown();
+}
+
+#[test]
 fn an_elastic_pool_refuses_host_tokens_and_says_why() {
     let tokens = Arc::new(HostTokens::private(1).unwrap());
     let e = Pool::builder().elastic(1, 4).host_tokens(tokens).build().unwrap_err().to_string();

@@ -382,7 +382,7 @@ pub fn verdict(aggregates: &[Aggregate], setting: Setting, load: f64, processes:
     verdict_of(PoolKind::Adaptive, aggregates, setting, load, processes)
 }
 
-/// [`verdict`]'s line for `subject` (adaptive, or tokens: fixed(CPUs) pools sharing host CPU tokens) in
+/// [`verdict`]'s line for `subject` (adaptive, or tokens: adaptive pools sharing host CPU tokens) in
 /// the place of adaptive.
 pub fn verdict_of(
     subject: PoolKind,

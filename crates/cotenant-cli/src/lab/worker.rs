@@ -154,8 +154,10 @@ impl From<&Summary> for SummaryRow {
 pub fn build_pool(args: &LabWorkerArgs, cpus: usize) -> anyhow::Result<cotenant::Pool> {
     let processes = args.processes.max(1) as usize;
     let policy = match args.pool {
-        // Tokens: the tokens alone bound the tasks running at once (docs/host-tokens.md).
-        PoolKind::Ignorant | PoolKind::Tokens => cotenant::Policy::fixed(cpus),
+        PoolKind::Ignorant => cotenant::Policy::fixed(cpus),
+        // Tokens: the default policy, as `docs/host-tokens.md` shows it; with tokens it stops
+        // sizing itself against the neighbours that share them (`Policy::sharing_host_tokens`).
+        PoolKind::Tokens => cotenant::Policy::adaptive(),
         PoolKind::Optimal => cotenant::Policy::fixed((cpus / processes).max(1)),
         PoolKind::Share => cotenant::Policy::share(args.share_factor),
         PoolKind::Adaptive => cotenant::Policy::adaptive(),

@@ -58,6 +58,14 @@ pub struct AdaptiveConfig {
     /// in one run and not in the next, and raised the neighbours' service p99 in both
     /// (`docs/policy.md`, "Between decisions").
     pub borrow: bool,
+    /// The neighbours that matter share this pool's host CPU tokens (`Builder::host_tokens`
+    /// turns it on; `docs/host-tokens.md`). The tokens already keep the tasks of all of them
+    /// to one per CPU, updated the instant a task ends, so the neighbours' CPU use neither
+    /// limits how far the pool grows into idle CPUs (step 4) nor starts fairness probes (step
+    /// 5): the pool keeps every worker its quota pays for and a neighbour's idle CPU serves
+    /// our next task at once. Contention (step 3) still shrinks it against neighbours that
+    /// do not share the tokens, since only those can make our workers wait for a CPU.
+    pub neighbours_share_tokens: bool,
 }
 
 impl Default for AdaptiveConfig {
@@ -74,6 +82,7 @@ impl Default for AdaptiveConfig {
             probe_wait_min: 4,
             probe_wait_max: 300,
             borrow: false,
+            neighbours_share_tokens: false,
         }
     }
 }
@@ -126,7 +135,9 @@ pub(super) fn decide(config: &AdaptiveConfig, sample: &Sample, state: &mut Polic
     if state.probe_wait == 0 {
         state.probe_wait = config.probe_wait_min;
     }
-    let (neighbours, neighbours_least) = remember_neighbours(config, sample, state);
+    let remembered = remember_neighbours(config, sample, state);
+    // Neighbours that share our tokens cannot overcommit the host with us: count them absent.
+    let (neighbours, neighbours_least) = if config.neighbours_share_tokens { (0.0, 0.0) } else { remembered };
     let cap = sample.cap();
     let current = state.target.clamp(1, cap);
     // 1. Quota (and a thread count or CPU set that shrank under us).

@@ -71,6 +71,27 @@ impl Policy {
         Policy { kind: Kind::Fixed(n) }
     }
 
+    /// This policy for a pool whose workers share host CPU tokens with their neighbours
+    /// (`Builder::host_tokens` applies it): [`Policy::adaptive`] stops sizing itself against
+    /// neighbours that share the tokens ([`AdaptiveConfig::neighbours_share_tokens`]); `fixed`
+    /// and `share` are unchanged.
+    ///
+    /// ```
+    /// use cotenant::{policy::AdaptiveConfig, Policy};
+    /// let shared = Policy::adaptive().sharing_host_tokens();
+    /// let expected = AdaptiveConfig { neighbours_share_tokens: true, ..Default::default() };
+    /// assert_eq!(shared, Policy::adaptive_with(expected));
+    /// assert_eq!(Policy::fixed(2).sharing_host_tokens(), Policy::fixed(2));
+    /// ```
+    pub fn sharing_host_tokens(self) -> Policy {
+        match self.kind {
+            Kind::Adaptive(config) => {
+                Policy { kind: Kind::Adaptive(AdaptiveConfig { neighbours_share_tokens: true, ..config }) }
+            }
+            kind => Policy { kind },
+        }
+    }
+
     /// The policy's name: `fixed`, `share` or `adaptive`.
     pub fn name(&self) -> &'static str {
         match self.kind {

@@ -350,6 +350,10 @@ impl Builder {
     /// with [`cpu_budget`](Builder::cpu_budget), whose parking would hold it too). Under
     /// [`Full::CallerRuns`] the submitter runs its task without a token. Default: no tokens.
     ///
+    /// With tokens, [`Policy::adaptive`] no longer sizes the pool against the neighbours that
+    /// share them ([`Policy::sharing_host_tokens`]): the tokens bound what runs, and a CPU a
+    /// neighbour leaves idle serves this pool's next task at once.
+    ///
     /// With a token a worker also leases a CPU of its own and runs the task pinned there (see
     /// [`host_tokens_leases`](Builder::host_tokens_leases)): inside the task, threads it starts
     /// inherit that one-CPU mask and `available_parallelism()` says 1.
@@ -392,10 +396,17 @@ impl Builder {
     }
 
     /// Starts the threads (and registers with the controller unless the policy is fixed).
-    pub fn build(self) -> Result<Pool, BuildError> {
+    #[cfg_attr(loom, allow(unused_mut))]
+    pub fn build(mut self) -> Result<Pool, BuildError> {
         let invalid = |why: String| Err(BuildError::InvalidArgument(why));
         if let Err(why) = self.policy.validate() {
             return invalid(why);
+        }
+        // Neighbours that share the tokens cannot overcommit the host with us: the adaptive
+        // policy stops sizing the pool against them (`Policy::sharing_host_tokens`).
+        #[cfg(not(loom))]
+        if self.host_tokens.is_some() {
+            self.policy = std::mem::take(&mut self.policy).sharing_host_tokens();
         }
         if let Some(config) = &self.elastic {
             if let Err(why) = config.validate() {

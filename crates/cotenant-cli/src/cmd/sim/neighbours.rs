@@ -51,8 +51,10 @@ struct Simulated {
 /// The library policy each lab pool kind stands for.
 fn policy(kind: PoolKind, cpus: u32, processes: u32) -> anyhow::Result<Policy> {
     Ok(match kind {
-        // Tokens: the tokens alone bound the tasks running at once, as in the lab.
-        PoolKind::Ignorant | PoolKind::Tokens => Policy::fixed(cpus as usize),
+        PoolKind::Ignorant => Policy::fixed(cpus as usize),
+        // Tokens: the default policy with tokens, as in the lab (the simulated pool applies
+        // `Policy::sharing_host_tokens`, as the library's builder does).
+        PoolKind::Tokens => Policy::adaptive(),
         PoolKind::Optimal => Policy::fixed((cpus / processes).max(1) as usize),
         PoolKind::Share => Policy::share(1.0),
         PoolKind::Adaptive => Policy::adaptive(),
