@@ -42,6 +42,7 @@ fn parse_sample(v: &Value) -> Sample {
 fn parse_policy(v: &Value) -> Policy {
     match v["kind"].as_str() {
         Some("adaptive") => Policy::adaptive(),
+        Some("adaptive(tokens)") => Policy::adaptive().sharing_host_tokens(),
         Some("share") => Policy::share(v["overcommit"].as_f64().expect("share needs overcommit")),
         Some("fixed") => Policy::fixed(v["n"].as_u64().expect("fixed needs n") as usize),
         other => panic!("unknown policy kind {other:?}"),

@@ -103,9 +103,13 @@ fn with_tokens_the_adaptive_policy_stops_sizing_against_the_token_sharers() {
     assert_eq!(adaptive.policy(), &Policy::adaptive().sharing_host_tokens());
     adaptive.shutdown();
     // A fixed pool keeps its target; a pool without tokens keeps the plain policy.
-    let fixed = Pool::builder().policy(Policy::fixed(2)).host_tokens(tokens).build().unwrap();
+    let fixed = Pool::builder().policy(Policy::fixed(2)).host_tokens(tokens.clone()).build().unwrap();
     assert_eq!(fixed.policy(), &Policy::fixed(2));
     fixed.shutdown();
+    let opted_out =
+        Pool::builder().host_tokens(tokens.clone()).host_tokens_size_to_neighbours(true).build().unwrap();
+    assert_eq!(opted_out.policy(), &Policy::adaptive());
+    opted_out.shutdown();
     let plain = Pool::builder().build().unwrap();
     assert_eq!(plain.policy(), &Policy::adaptive());
     plain.shutdown();

@@ -14,6 +14,8 @@
 //!    bursty open-loop load leaves CPUs idle between its bursts, and growing into them only
 //!    makes both pools preempt each other at its next burst (the flapping the lab recorded,
 //!    `RESULTS.md`).
+//!    With [`AdaptiveConfig::neighbours_share_tokens`] (host CPU tokens) the neighbours count
+//!    as absent here and in step 5.
 //! 5. **Probe**: no idle CPU, work waiting, and the neighbours together use at least a CPU
 //!    more than we do: every `probe_wait` periods try one more worker. If our fair share is
 //!    larger, the neighbour (bigger, so waiting more) shrinks at step 3 and we keep it; if our
@@ -59,12 +61,14 @@ pub struct AdaptiveConfig {
     /// (`docs/policy.md`, "Between decisions").
     pub borrow: bool,
     /// The neighbours that matter share this pool's host CPU tokens (`Builder::host_tokens`
-    /// turns it on; `docs/host-tokens.md`). The tokens already keep the tasks of all of them
-    /// to one per CPU, updated the instant a task ends, so the neighbours' CPU use neither
-    /// limits how far the pool grows into idle CPUs (step 4) nor starts fairness probes (step
-    /// 5): the pool keeps every worker its quota pays for and a neighbour's idle CPU serves
-    /// our next task at once. Contention (step 3) still shrinks it against neighbours that
-    /// do not share the tokens, since only those can make our workers wait for a CPU.
+    /// turns it on unless `host_tokens_size_to_neighbours(true)`; `docs/host-tokens.md`). The
+    /// tokens already keep the tasks of all of them to one per CPU, updated the instant a task
+    /// ends, so the neighbours' CPU use neither limits how far the pool grows into idle CPUs
+    /// (step 4) nor starts fairness probes (step 5): the pool stays at its quota's worth of
+    /// workers unless they wait for a CPU, and a neighbour's idle CPU serves our next task at
+    /// once. The samples cannot tell neighbours with tokens from others: *every* neighbour
+    /// counts as absent, and one without tokens is met by contention (step 3) only, after its
+    /// threads made ours wait (a bursty one can make the pool grow and shrink in turn).
     pub neighbours_share_tokens: bool,
 }
 

@@ -81,6 +81,7 @@ impl Policy {
     /// let shared = Policy::adaptive().sharing_host_tokens();
     /// let expected = AdaptiveConfig { neighbours_share_tokens: true, ..Default::default() };
     /// assert_eq!(shared, Policy::adaptive_with(expected));
+    /// assert_eq!(shared.to_string(), "adaptive(tokens)");
     /// assert_eq!(Policy::fixed(2).sharing_host_tokens(), Policy::fixed(2));
     /// ```
     pub fn sharing_host_tokens(self) -> Policy {
@@ -158,6 +159,7 @@ impl fmt::Display for Policy {
         match &self.kind {
             Kind::Fixed(n) => write!(f, "fixed({n})"),
             Kind::Share(o) => write!(f, "share({o})"),
+            Kind::Adaptive(c) if c.neighbours_share_tokens => f.write_str("adaptive(tokens)"),
             Kind::Adaptive(_) => f.write_str("adaptive"),
         }
     }

@@ -181,6 +181,8 @@ pub struct Builder {
     host_tokens_wait: Duration,
     #[cfg(not(loom))]
     host_tokens_leases: bool,
+    #[cfg(not(loom))]
+    host_tokens_size_to_neighbours: bool,
 }
 
 impl Default for Builder {
@@ -203,6 +205,8 @@ impl Default for Builder {
             host_tokens_wait: host_tokens::DEFAULT_WAIT,
             #[cfg(not(loom))]
             host_tokens_leases: true,
+            #[cfg(not(loom))]
+            host_tokens_size_to_neighbours: false,
         }
     }
 }
@@ -350,9 +354,11 @@ impl Builder {
     /// with [`cpu_budget`](Builder::cpu_budget), whose parking would hold it too). Under
     /// [`Full::CallerRuns`] the submitter runs its task without a token. Default: no tokens.
     ///
-    /// With tokens, [`Policy::adaptive`] no longer sizes the pool against the neighbours that
-    /// share them ([`Policy::sharing_host_tokens`]): the tokens bound what runs, and a CPU a
-    /// neighbour leaves idle serves this pool's next task at once.
+    /// With tokens, [`Policy::adaptive`] no longer sizes the pool against its neighbours
+    /// ([`Policy::sharing_host_tokens`]; opt out with
+    /// [`host_tokens_size_to_neighbours`](Builder::host_tokens_size_to_neighbours)): the tokens
+    /// bound what the cooperating pools run, and a CPU a neighbour leaves idle serves this
+    /// pool's next task at once.
     ///
     /// With a token a worker also leases a CPU of its own and runs the task pinned there (see
     /// [`host_tokens_leases`](Builder::host_tokens_leases)): inside the task, threads it starts
@@ -395,6 +401,17 @@ impl Builder {
         self
     }
 
+    /// Whether a [`host_tokens`](Builder::host_tokens) pool's adaptive policy keeps sizing
+    /// itself against its neighbours' CPU use, as without tokens. Turn on when the neighbours
+    /// that matter do *not* share the tokens (the policy cannot tell them apart): the pool
+    /// then stays off the CPUs they were using lately, at the price of the idle CPUs of the
+    /// neighbours that do. Default: off ([`Policy::sharing_host_tokens`]).
+    #[cfg(not(loom))]
+    pub fn host_tokens_size_to_neighbours(mut self, size: bool) -> Self {
+        self.host_tokens_size_to_neighbours = size;
+        self
+    }
+
     /// Starts the threads (and registers with the controller unless the policy is fixed).
     #[cfg_attr(loom, allow(unused_mut))]
     pub fn build(mut self) -> Result<Pool, BuildError> {
@@ -405,7 +422,7 @@ impl Builder {
         // Neighbours that share the tokens cannot overcommit the host with us: the adaptive
         // policy stops sizing the pool against them (`Policy::sharing_host_tokens`).
         #[cfg(not(loom))]
-        if self.host_tokens.is_some() {
+        if self.host_tokens.is_some() && !self.host_tokens_size_to_neighbours {
             self.policy = std::mem::take(&mut self.policy).sharing_host_tokens();
         }
         if let Some(config) = &self.elastic {
