@@ -450,10 +450,12 @@ impl Sim {
             }));
             let start = p.policy.fixed_target().map_or(p.threads, |n| n.min(p.threads as usize) as u32);
             // As the library's builder does for a pool with host tokens.
-            let policy =
-                if p.uses_tokens { p.policy.clone().sharing_host_tokens() } else { p.policy.clone() };
+            let mut process = p.clone();
+            if process.uses_tokens {
+                process.policy = process.policy.sharing_host_tokens();
+            }
             processes.push(Process {
-                config: ProcessConfig { policy, ..p.clone() },
+                config: process,
                 rng: SplitMix64::stream(config.seed, u64::from(i)),
                 queue: VecDeque::new(),
                 first,

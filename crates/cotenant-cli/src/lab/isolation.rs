@@ -392,7 +392,7 @@ fn run_once(lab: &Lab, layout: &Layout, scenario: Scenario, config: &Config) -> 
         top: report.findings.first().map_or("nothing-wrong", |f| f.kind).to_owned(),
         summary: report.summary(),
     };
-    let (b_chunks_per_s, b_priority) = match b.as_mut() {
+    let (b_chunks_per_s, b_ran_as) = match b.as_mut() {
         Some(b) => {
             let mut out = String::new();
             let mut err = String::new();
@@ -417,7 +417,7 @@ fn run_once(lab: &Lab, layout: &Layout, scenario: Scenario, config: &Config) -> 
         errors: load.errors + (load.due - load.completed - load.errors),
         b_chunks_per_s,
     };
-    Ok(OneRun { figures, b_ran_as: b_priority, client_ran_as: load.client_ran_as, diagnosis })
+    Ok(OneRun { figures, b_ran_as, client_ran_as: load.client_ran_as, diagnosis })
 }
 
 /// Whether a new cgroup here has `cpu.idle` (Linux 5.15+), probed with a throw-away cgroup.
@@ -511,7 +511,7 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
         for (i, &scenario) in scenarios.iter().enumerate() {
             let busy_before = lab.quiet_check();
             eprintln!("lab isolation: repeat {}/{repeats}, {}", repeat + 1, scenario.name());
-            let OneRun { figures, b_ran_as: priority, client_ran_as, diagnosis } =
+            let OneRun { figures, b_ran_as, client_ran_as, diagnosis } =
                 run_once(lab, layout, scenario, &config)?;
             let mut row = serde_json::Map::new();
             row.insert("scenario".into(), scenario.name().into());
@@ -533,7 +533,7 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
                     figures.b_chunks_per_s.into()
                 },
             );
-            row.insert("b_ran_as".into(), priority.clone().into());
+            row.insert("b_ran_as".into(), b_ran_as.clone().into());
             row.insert("client_ran_as".into(), client_ran_as.clone().into());
             if !clients.contains(&client_ran_as) {
                 clients.push(client_ran_as);
@@ -543,8 +543,8 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
             outcome.rows.push(row);
             runs[i].push(figures);
             diagnoses.push(diagnosis);
-            if repeat == 0 && !priority.is_empty() {
-                priorities.push(format!("{}: {priority}", scenario.name()));
+            if repeat == 0 && !b_ran_as.is_empty() {
+                priorities.push(format!("{}: {b_ran_as}", scenario.name()));
             }
         }
     }

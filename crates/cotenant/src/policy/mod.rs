@@ -73,8 +73,8 @@ impl Policy {
 
     /// This policy for a pool whose workers share host CPU tokens with their neighbours
     /// (`Builder::host_tokens` applies it): [`Policy::adaptive`] stops sizing itself against
-    /// neighbours that share the tokens ([`AdaptiveConfig::neighbours_share_tokens`]); `fixed`
-    /// and `share` are unchanged.
+    /// its neighbours' CPU use, which the samples cannot split into token sharers and others
+    /// ([`AdaptiveConfig::neighbours_share_tokens`]); `fixed` and `share` are unchanged.
     ///
     /// ```
     /// use cotenant::{policy::AdaptiveConfig, Policy};
