@@ -50,6 +50,10 @@ pub struct Metrics {
     /// run without a token), CPU leases and pinning to them included (the task then runs
     /// unpinned).
     pub token_errors: u64,
+    /// Counter: controller periods in which a task ran without a host token (timeouts or
+    /// errors above), so that an adaptive policy that had stopped sizing the pool against its
+    /// neighbours (`Policy::sharing_host_tokens`) did so again for that period.
+    pub token_fallback_periods: u64,
     /// The CPU budget's counters, for a pool built with
     /// [`cpu_budget`](crate::Builder::cpu_budget).
     pub budget: Option<BudgetMetrics>,
@@ -118,7 +122,7 @@ impl Metrics {
     /// The metrics in the Prometheus text exposition format, labelled `pool="<pool>"`.
     pub fn to_prometheus(&self, pool: &str) -> String {
         let label = pool.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-        let rows: [(&str, &str, &str, u64); 14] = [
+        let rows: [(&str, &str, &str, u64); 15] = [
             ("threads", "gauge", "OS threads the pool started", self.threads as u64),
             ("target", "gauge", "workers allowed to run", self.target as u64),
             ("running", "gauge", "workers running tasks", self.running as u64),
@@ -138,6 +142,12 @@ impl Metrics {
                 self.token_timeouts,
             ),
             ("token_errors_total", "counter", "host CPU token operations that failed", self.token_errors),
+            (
+                "token_fallback_periods_total",
+                "counter",
+                "periods sized against the neighbours again because a task ran without a host CPU token",
+                self.token_fallback_periods,
+            ),
         ];
         let budget_rows = self.budget.map(|b| {
             [
@@ -233,8 +243,8 @@ impl fmt::Display for Metrics {
         if self.token_timeouts > 0 || self.token_errors > 0 {
             write!(
                 f,
-                ", {} host-token timeouts, {} host-token errors",
-                self.token_timeouts, self.token_errors
+                ", {} host-token timeouts, {} host-token errors, {} periods sized without trusting the tokens",
+                self.token_timeouts, self.token_errors, self.token_fallback_periods
             )?;
         }
         if let Some(b) = self.budget {

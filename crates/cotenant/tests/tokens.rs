@@ -97,6 +97,40 @@ fn a_removed_set_leaves_the_pool_running_without_tokens() {
 }
 
 #[test]
+fn after_tasks_ran_without_a_token_the_adaptive_policy_sizes_against_its_neighbours_again() {
+    let name = format!("test-fallback-{}", std::process::id());
+    struct Remove(String);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = HostTokens::remove_named(&self.0);
+        }
+    }
+    let _remove = Remove(name.clone());
+    let tokens = Arc::new(HostTokens::open(&name, 1).unwrap());
+    let adaptive = Pool::builder().threads(2).host_tokens(tokens.clone()).build().unwrap();
+    let fixed =
+        Pool::builder().policy(Policy::fixed(2)).threads(2).host_tokens(tokens.clone()).build().unwrap();
+    assert_eq!(adaptive.spawn(|| 1).join().unwrap(), 1);
+    assert_eq!(adaptive.metrics().token_fallback_periods, 0, "{}", adaptive.metrics());
+    assert!(HostTokens::remove_named(&name).unwrap());
+    // Tasks keep failing to take a token until the controller has ticked after one did (it
+    // ticks every 10 ms; the bound is generous).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while adaptive.metrics().token_fallback_periods == 0 {
+        assert!(std::time::Instant::now() < deadline, "no fallback period: {}", adaptive.metrics());
+        adaptive.spawn(|| ()).join().unwrap();
+        fixed.spawn(|| ()).join().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(adaptive.metrics().token_errors > 0);
+    // A fixed policy has nothing to fall back to.
+    assert!(fixed.metrics().token_errors > 0);
+    assert_eq!(fixed.metrics().token_fallback_periods, 0, "{}", fixed.metrics());
+    adaptive.shutdown();
+    fixed.shutdown();
+}
+
+#[test]
 fn with_tokens_the_adaptive_policy_stops_sizing_against_the_token_sharers() {
     let tokens = Arc::new(HostTokens::private(2).unwrap());
     let adaptive = Pool::builder().host_tokens(tokens.clone()).build().unwrap();
@@ -368,6 +402,11 @@ fn a_set_holds_one_lease_per_cpu_each_for_one_holder_at_a_time() {
     assert!(beyond.contains(&format!("no lease for CPU {leases}")), "{beyond}");
     tokens.give_back_lease(0).unwrap();
     assert_eq!(tokens.free_leases().unwrap(), (0..leases).collect::<Vec<_>>());
+    let twice = tokens.give_back_lease(0).unwrap_err().to_string();
+    assert!(twice.contains("the lease of CPU 0 is not held"), "{twice}");
+    assert!(tokens.try_lease(0).unwrap());
+    assert!(!tokens.try_lease(0).unwrap(), "a second give-back did not free the lease for two holders");
+    tokens.give_back_lease(0).unwrap();
 }
 
 #[test]

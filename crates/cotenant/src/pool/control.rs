@@ -82,6 +82,11 @@ struct Entry {
     id: u64,
     pool: Weak<Shared>,
     policy: Policy,
+    /// For a pool whose policy was changed by `Policy::sharing_host_tokens`: the policy as
+    /// given, used in a period in which a task ran without a host token.
+    unshared_policy: Option<Policy>,
+    /// The pool's count of tasks run without a host token at the last tick.
+    ran_without_token: u64,
     state: PolicyState,
     period: Duration,
     threads: u32,
@@ -123,7 +128,14 @@ fn lock_registry() -> std::sync::MutexGuard<'static, Registry> {
 }
 
 /// Step 1: registers `pool` and starts the control thread if it is not running.
-pub(crate) fn register(pool: &Arc<Shared>, policy: Policy, period: Duration, threads: usize) -> Registration {
+/// `unshared_policy`: see [`Entry::unshared_policy`].
+pub(crate) fn register(
+    pool: &Arc<Shared>,
+    policy: Policy,
+    unshared_policy: Option<Policy>,
+    period: Duration,
+    threads: usize,
+) -> Registration {
     let mut registry = lock_registry();
     let id = registry.next_id;
     registry.next_id += 1;
@@ -132,6 +144,8 @@ pub(crate) fn register(pool: &Arc<Shared>, policy: Policy, period: Duration, thr
         id,
         pool: Arc::downgrade(pool),
         policy,
+        unshared_policy,
+        ran_without_token: 0,
         state: PolicyState::new(threads),
         period,
         threads,
@@ -349,10 +363,23 @@ fn tick(
         current.workers_runq_wait_ns.zip(last.workers_runq_wait_ns).map(|(b, a)| b.saturating_sub(a)),
         u32::try_from(pool.queued()).unwrap_or(u32::MAX),
     );
-    let fields = (entry.id, &entry.policy, &mut entry.state, &mut entry.last_cap);
+    // A task that ran without a host token (the set was removed, or none came within the
+    // wait) competed for CPUs like a pool without tokens, and so may the neighbours' tasks:
+    // for this period the policy sizes the pool against its neighbours again.
+    let ran_without_token = pool.host_tokens.as_ref().map_or(0, |t| t.ran_without.load(Ordering::Relaxed));
+    let tokens_failed =
+        ran_without_token != std::mem::replace(&mut entry.ran_without_token, ran_without_token);
+    let policy = match &entry.unshared_policy {
+        Some(unshared) if tokens_failed => {
+            pool.token_fallbacks.fetch_add(1, Ordering::Relaxed);
+            unshared
+        }
+        _ => &entry.policy,
+    };
+    let fields = (entry.id, policy, &mut entry.state, &mut entry.last_cap);
     let (before, decision) = decide(fields, pool, &sample, recorder);
     pool.borrow
-        .set(entry.policy.borrow_limit(&sample, &entry.state, delta.online_cpus) as usize, delta.online_cpus);
+        .set(policy.borrow_limit(&sample, &entry.state, delta.online_cpus) as usize, delta.online_cpus);
     if decision.target != before {
         tracing::debug!(
             target = decision.target,
@@ -567,6 +594,8 @@ mod tests {
             id: u64::MAX,
             pool: Arc::downgrade(&pool.shared),
             policy: Policy::adaptive(),
+            unshared_policy: None,
+            ran_without_token: 0,
             state: PolicyState::new(1),
             period: Duration::from_millis(10),
             threads: pool.threads() as u32,

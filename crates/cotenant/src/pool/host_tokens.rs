@@ -37,6 +37,9 @@ pub(crate) struct PoolTokens {
     allowed: Vec<u32>,
     /// Tasks run without a token because none came within `wait`.
     pub(crate) timeouts: AtomicU64,
+    /// Tasks run without a token for any reason (timeouts and failures to take one): the
+    /// controller reads it to stop trusting the tokens for a period (`control.rs`).
+    pub(crate) ran_without: AtomicU64,
     /// Token operations that failed (taking one: the task then runs without; giving one back),
     /// leases and pinning included (the task then runs unpinned).
     pub(crate) errors: AtomicU64,
@@ -92,6 +95,7 @@ impl PoolTokens {
             wait,
             allowed,
             timeouts: AtomicU64::new(0),
+            ran_without: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             warned: AtomicBool::new(false),
             warned_pin: AtomicBool::new(false),
@@ -117,10 +121,12 @@ impl PoolTokens {
             Ok(Acquired::TimedOut) if cancelling() => Take::Cancelled,
             Ok(Acquired::TimedOut) => {
                 self.timeouts.fetch_add(1, Ordering::Relaxed);
+                self.ran_without.fetch_add(1, Ordering::Relaxed);
                 Take::Without
             }
             Err(e) => {
                 self.failed(&e);
+                self.ran_without.fetch_add(1, Ordering::Relaxed);
                 Take::Without
             }
         }

@@ -421,10 +421,16 @@ impl Builder {
         }
         // Neighbours that share the tokens cannot overcommit the host with us: the adaptive
         // policy stops sizing the pool against them (`Policy::sharing_host_tokens`).
+        // In a period in which a task runs without a token the controller goes back to the
+        // policy as given (`unshared_policy`, `control.rs`).
         #[cfg(not(loom))]
-        if self.host_tokens.is_some() && !self.host_tokens_size_to_neighbours {
-            self.policy = std::mem::take(&mut self.policy).sharing_host_tokens();
-        }
+        let unshared_policy = if self.host_tokens.is_some() && !self.host_tokens_size_to_neighbours {
+            let given = std::mem::take(&mut self.policy);
+            self.policy = given.clone().sharing_host_tokens();
+            (self.policy != given).then_some(given)
+        } else {
+            None
+        };
         if let Some(config) = &self.elastic {
             if let Err(why) = config.validate() {
                 return invalid(why);
@@ -532,6 +538,7 @@ impl Builder {
             dynamic: controlled,
             borrow: Borrow::new(self.policy.fixed_target().is_none()),
             borrows: AtomicU64::new(0),
+            token_fallbacks: AtomicU64::new(0),
             blocked: AtomicUsize::new(0),
             blocked_lock: Mutex::new(()),
             not_full: Condvar::new(),
@@ -613,7 +620,7 @@ impl Builder {
                 (Some(_), Some(fixed)) => fixed,
                 (Some(_), None) => default_threads(),
             };
-            Some(control::register(&shared, self.policy.clone(), period, policy_threads))
+            Some(control::register(&shared, self.policy.clone(), unshared_policy, period, policy_threads))
         } else {
             None
         };
@@ -687,6 +694,9 @@ pub(crate) struct Shared {
     pub(crate) borrow: Borrow,
     /// Workers woken beyond the target (see `borrow.rs`).
     borrows: AtomicU64,
+    /// Controller periods in which the policy as given replaced the token-sharing one
+    /// (`control.rs`).
+    pub(crate) token_fallbacks: AtomicU64,
     /// Submitters waiting for room (`Full::Block`), and what they wait on.
     blocked: AtomicUsize,
     blocked_lock: Mutex<()>,
@@ -950,6 +960,7 @@ impl Shared {
             token_timeouts: shared.host_tokens.as_ref().map_or(0, |t| t.timeouts.load(Ordering::Relaxed)),
             #[cfg(not(loom))]
             token_errors: shared.host_tokens.as_ref().map_or(0, |t| t.errors.load(Ordering::Relaxed)),
+            token_fallback_periods: shared.token_fallbacks.load(Ordering::Relaxed),
             #[cfg(loom)]
             token_timeouts: 0,
             #[cfg(loom)]

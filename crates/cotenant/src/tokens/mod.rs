@@ -406,12 +406,26 @@ impl HostTokens {
         Ok((0..self.leases).filter(|&cpu| values[NSEMS as usize + cpu as usize] > 0).collect())
     }
 
-    /// Gives back the lease of `cpu`, taken with [`try_lease`](Self::try_lease).
+    /// Gives back the lease of `cpu`, taken by this process with [`try_lease`](Self::try_lease).
+    ///
+    /// A lease nobody holds is refused (an error), so that a second give-back cannot leave the
+    /// lease free for two holders. The semaphore cannot tell *who* holds it: giving back
+    /// another process's lease is not detected, and is a bug in the caller.
     pub fn give_back_lease(&self, cpu: u32) -> Result<(), TokensError> {
         if cpu >= self.leases {
             return Err(error(format!("set {:?}: no lease for CPU {cpu} to give back", self.name)));
         }
-        self.semop(&mut [sembuf(lease_semaphore(cpu), 1, libc::SEM_UNDO)], "giving a CPU lease back")
+        let num = lease_semaphore(cpu);
+        // One atomic semop: "the lease is held (value 0)", then free it.
+        let held_then_free = [sembuf(num, 0, libc::IPC_NOWAIT), sembuf(num, 1, libc::SEM_UNDO)];
+        if self.try_semop(held_then_free, "giving a CPU lease back")? {
+            Ok(())
+        } else {
+            Err(error(format!(
+                "set {:?}: the lease of CPU {cpu} is not held; nothing to give back",
+                self.name
+            )))
+        }
     }
 
     /// Tokens nobody holds right now.
