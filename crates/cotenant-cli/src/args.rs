@@ -652,6 +652,10 @@ pub struct LabWorkerArgs {
     /// Turn the budget's slush fund off (the kernel's way: overruns are debts of the next period).
     #[arg(long)]
     pub no_slush: bool,
+    /// Items of exactly --service-ms of CPU time (read on the thread's CPU clock) instead of
+    /// calibrated ones: the offered load is then exact in CPU time.
+    #[arg(long)]
+    pub exact_cpu: bool,
 }
 
 /// A finite number in `(0, max]`; `what` says what it is, in the error.

@@ -202,10 +202,14 @@ fn throttling_quick_runs_table_ii_rewrites_and_the_budget() {
     let part = |name: &'static str| rows.iter().filter(move |r| r["part"] == name);
     // The user-space budget needs no cgroup: always there, slush on and off for every case.
     let budget: Vec<&Value> = part("budget").collect();
-    assert_eq!(budget.len(), 8, "{budget:?}");
+    assert_eq!(budget.len(), 12, "{budget:?}");
     for row in &budget {
         assert!(row["cpus_used"].as_f64().unwrap() > 0.0 && row["periods"].as_u64().unwrap() > 0, "{row}");
     }
+    // Saturated, then open loop at the budget (1.5 CPUs) with exact-CPU items.
+    let open: Vec<&&Value> = budget.iter().filter(|r| !r["offered"].is_null()).collect();
+    assert_eq!(open.len(), 4, "{open:?}");
+    assert!(open.iter().all(|r| r["budget_cpus"] == 1.5), "{open:?}");
     if layout().is_err() {
         assert!(results["rows"].as_array().unwrap().iter().all(|r| r["part"] == "budget"));
         return;

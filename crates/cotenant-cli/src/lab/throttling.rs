@@ -12,8 +12,9 @@
 //!    plain writes (what container runtimes do), or with `cotenant cgroup set` (which writes
 //!    nothing when nothing changed), or not at all.
 //! 4. **User-space budget**: a pool of N workers with `cpu_budget(1.5, 100 ms)` and with
-//!    `cpu_budget(N, 100 ms)`, CPU-bound, no cgroup, slush fund on and off: the CPUs it used
-//!    (its workers' CPU clocks over the wall time) and the periods it was throttled in.
+//!    `cpu_budget(N, 100 ms)`, CPU-bound, no cgroup, slush fund on and off, saturated, and at
+//!    1.5 CPUs also open loop at the budget ([`budget_cases`]): the CPUs it used (its workers'
+//!    CPU clocks over the wall time) and the periods it was throttled in.
 //!
 //! Counters are read from `cpu.stat` at the run's common start and at its end, so the worker's
 //! calibration and start-up are not counted.
@@ -509,6 +510,73 @@ fn rewrite_verdict(runs: &[(Rewrite, Throttling)]) -> String {
     )
 }
 
+/// One run of part 4: a budget, an item size, and how the pool is loaded.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetCase {
+    /// The budget, in CPUs per 100 ms.
+    pub cpus: f64,
+    /// CPU-bound items of this many ms.
+    pub item_ms: u32,
+    /// `None`: saturated (the workers always have an item). `Some(f)`: open loop, uniform
+    /// arrivals offering `f` × the budget in CPU time, items of exact CPU time.
+    pub offered: Option<f64>,
+}
+
+/// Part 4's runs for `n` CPUs (each with the slush fund on, then off): saturated at 1.5 CPUs
+/// and at `n`, then open loop at 1.5 CPUs, offering all of it with 20 ms items and 97 % with
+/// 1 ms items (where each item's own cost in the pool, a few per cent, would otherwise push
+/// the demand past the budget).
+pub fn budget_cases(n: u32) -> Vec<BudgetCase> {
+    let saturated = |cpus, item_ms| BudgetCase { cpus, item_ms, offered: None };
+    vec![
+        saturated(1.5, 1),
+        saturated(f64::from(n), 1),
+        saturated(1.5, 20),
+        saturated(f64::from(n), 20),
+        BudgetCase { cpus: 1.5, item_ms: 20, offered: Some(1.0) },
+        BudgetCase { cpus: 1.5, item_ms: 1, offered: Some(0.97) },
+    ]
+}
+
+/// The worker's arguments for `case` on `n` CPUs.
+fn budget_case_args(case: &BudgetCase, n: u32, duration: Duration, slush: bool) -> Vec<String> {
+    let mut args = match case.offered {
+        None => saturating_args(n, duration, case.item_ms),
+        Some(fraction) => [
+            "--pool",
+            "fixed",
+            "--fixed-threads",
+            &n.to_string(),
+            "--processes",
+            "1",
+            "--load",
+            &fraction.to_string(),
+            "--fair-cpus",
+            &case.cpus.to_string(),
+            "--service-ms",
+            &case.item_ms.to_string(),
+            "--duration-ms",
+            &duration.as_millis().to_string(),
+            "--arrivals",
+            "uniform",
+            "--exact-cpu",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+    };
+    args.extend([
+        "--cpu-budget".to_owned(),
+        case.cpus.to_string(),
+        "--budget-period-ms".into(),
+        "100".into(),
+    ]);
+    if !slush {
+        args.push("--no-slush".into());
+    }
+    args
+}
+
 /// Part 4: the pool's own budget, no cgroup.
 fn budget_part(
     lab: &Lab,
@@ -520,38 +588,36 @@ fn budget_part(
     let _ = write!(
         report,
         "## cotenant's user-space CPU budget\n\n\
-         A fixed pool of {n} workers, saturated with CPU-bound items of 1 ms or 20 ms, `cpu_budget(C, 100 ms)`, no cgroup, {} s per run. \
+         A fixed pool of {n} workers running CPU-bound items of 1 ms or 20 ms, `cpu_budget(C, 100 ms)`, no cgroup, {} s per run. \
+         \"saturated\": the workers always have an item. \"open loop\": items arrive evenly spaced and offer the given \
+         share of the budget in CPU time; each item runs until its thread's CPU clock has advanced the item's length, so \
+         that the offer is exact (a calibrated item was off by over 10 % between processes). \
          \"CPUs used\" is the workers' CPU time (the process's minus the submitting thread's) over the run's wall time. \
          \"throttled\" counts periods in which a worker found the budget spent and parked until the refill; \
          \"short\" counts periods that began paying a debt (an overrun the slush fund could not pay). \
-         At C = 1.5 the workers want {n} CPUs, so every period ends with the budget spent by design; at C = {n} the \
-         budget equals what the workers can use, the seed's Table II setting, where any throttled period is an artefact. \
+         Saturated at C = 1.5, the workers want {n} CPUs, so every period ends with the budget spent by design; \
+         saturated at C = {n}, or open loop at C = 1.5, the budget equals what the workers use, the seed's Table II \
+         setting, where a throttled period is an artefact of the accounting. \
          A running item cannot be interrupted, so a worker charges its slice only between items: with 20 ms items a \
          slice taken near the end of a period is charged, overrun included, in the next one (the user-space analogue of \
          the kernel's tick-granular accounting, seed 001 Figure 4).\n\n\
-         | budget | items | slush fund | CPUs used | vs budget | periods | throttled | ratio | short |\n\
-         |---:|---:|---|---:|---:|---:|---:|---:|---:|\n",
+         | budget | items | load | slush fund | CPUs used | vs budget | periods | throttled | ratio | short |\n\
+         |---:|---:|---|---|---:|---:|---:|---:|---:|---:|\n",
         duration.as_secs()
     );
-    let cases = [(1.5, 1), (f64::from(n), 1), (1.5, 20), (f64::from(n), 20)];
-    for (cpus, item_ms) in cases {
+    for case in budget_cases(n) {
+        let BudgetCase { cpus, item_ms, offered } = case;
+        let load = match offered {
+            None => "saturated".to_owned(),
+            Some(f) => format!("open loop, {:.0} % of the budget", 100.0 * f),
+        };
         for slush in [true, false] {
             eprintln!(
-                "lab throttling: budget {cpus} CPUs, {item_ms} ms items, slush {}",
+                "lab throttling: budget {cpus} CPUs, {item_ms} ms items, {load}, slush {}",
                 if slush { "on" } else { "off" }
             );
             let busy_before = lab.quiet_check();
-            let mut worker_args = saturating_args(n, duration, item_ms);
-            worker_args.extend([
-                "--cpu-budget".to_owned(),
-                cpus.to_string(),
-                "--budget-period-ms".into(),
-                "100".into(),
-            ]);
-            if !slush {
-                worker_args.push("--no-slush".into());
-            }
-            let spec = WorkerSpec::lab_worker(worker_args, None)?;
+            let spec = WorkerSpec::lab_worker(budget_case_args(&case, n, duration, slush), None)?;
             let run = run_workers_at(&[spec], SystemTime::now() + START_DELAY)?
                 .pop()
                 .context("no report from the worker")?;
@@ -563,7 +629,7 @@ fn budget_part(
             let ratio = budget.throttled_periods as f64 / budget.periods.max(1) as f64;
             let _ = writeln!(
                 report,
-                "| {cpus} | {item_ms} ms | {} | {used:.3} | {:+.1}% | {} | {} | {:.1}% | {} |",
+                "| {cpus} | {item_ms} ms | {load} | {} | {used:.3} | {:+.1}% | {} | {} | {:.1}% | {} |",
                 if slush { "on" } else { "off" },
                 100.0 * error,
                 budget.periods,
@@ -576,6 +642,7 @@ fn budget_part(
             row.insert("budget_cpus".into(), cpus.into());
             row.insert("slush".into(), slush.into());
             row.insert("item_ms".into(), item_ms.into());
+            row.insert("offered".into(), offered.into());
             row.insert("cpus_used".into(), used.into());
             row.insert(
                 "process_cpus_used".into(),
@@ -590,7 +657,7 @@ fn budget_part(
             row.insert("host_busy_cpus_before".into(), busy_before.into());
             outcome.rows.push(row);
             outcome.verdicts.push(format!(
-                "budget {cpus} CPUs, {item_ms} ms items, slush {}: used {used:.3} CPUs ({:+.1}%), throttled in {:.1}% of periods",
+                "budget {cpus} CPUs, {item_ms} ms items, {load}, slush {}: used {used:.3} CPUs ({:+.1}%), throttled in {:.1}% of periods",
                 if slush { "on" } else { "off" },
                 100.0 * error,
                 100.0 * ratio
@@ -614,6 +681,26 @@ mod tests {
         assert_eq!(full[2].label(), "1 N, 100 ms, burst");
         assert_eq!(full[7].label(), "0.95 N, 100 ms");
         assert_eq!(table_limits(true).len(), 5);
+    }
+
+    #[test]
+    fn the_budget_runs_are_saturated_then_open_loop_at_the_budget() {
+        let cases = budget_cases(2);
+        assert_eq!(cases.iter().filter(|c| c.offered.is_none()).count(), 4);
+        let open: Vec<_> = cases.iter().filter(|c| c.offered.is_some()).collect();
+        assert_eq!(open.len(), 2);
+        assert!(open.iter().all(|c| c.cpus == 1.5));
+        let args = budget_case_args(open[0], 2, Duration::from_secs(10), false);
+        let joined = args.join(" ");
+        assert!(
+            joined.contains(
+                "--load 1 --fair-cpus 1.5 --service-ms 20 --duration-ms 10000 --arrivals uniform --exact-cpu"
+            ),
+            "{joined}"
+        );
+        assert!(joined.ends_with("--cpu-budget 1.5 --budget-period-ms 100 --no-slush"), "{joined}");
+        let saturated = budget_case_args(&cases[0], 2, Duration::from_secs(10), true).join(" ");
+        assert!(saturated.contains("--saturate") && !saturated.contains("--no-slush"), "{saturated}");
     }
 
     #[test]

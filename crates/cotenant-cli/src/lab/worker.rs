@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
-use super::workload::{self, Calibration, Summary};
+use super::workload::{self, thread_cpu_ns, Calibration, Summary};
 use crate::args::{LabWorkerArgs, PoolKind};
 
 /// What a worker prints.
@@ -88,11 +88,6 @@ impl BudgetRow {
             charged_ns: after.charged_ns.saturating_sub(before.charged_ns),
         }
     }
-}
-
-/// The calling thread's CPU time (ns).
-fn thread_cpu_ns() -> u64 {
-    cotenant::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
 }
 
 /// One point of a worker's time series.
@@ -228,7 +223,9 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
     }
     let cpus = cotenant::cpus::detect().context("detecting this process's CPUs")?.allowed_cpus() as usize;
     let pool = build_pool(args, cpus)?;
-    let calibration: Calibration = workload::calibrate(Duration::from_secs_f64(args.service_ms / 1000.0));
+    let service = Duration::from_secs_f64(args.service_ms / 1000.0);
+    let calibration: Calibration =
+        if args.exact_cpu { Calibration::exact_cpu(service) } else { workload::calibrate(service) };
     // Fair share: CPUs / P per process unless told; rate = load × that / service time.
     let fair_cpus = args.fair_cpus.unwrap_or(cpus as f64 / f64::from(args.processes.max(1)));
     let rate = args.load * fair_cpus / (args.service_ms / 1000.0);
