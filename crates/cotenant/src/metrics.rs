@@ -50,9 +50,10 @@ pub struct Metrics {
     /// run without a token), CPU leases and pinning to them included (the task then runs
     /// unpinned).
     pub token_errors: u64,
-    /// Counter: controller periods in which a task ran without a host token (timeouts or
-    /// errors above), so that an adaptive policy that had stopped sizing the pool against its
-    /// neighbours (`Policy::sharing_host_tokens`) did so again for that period.
+    /// Counter: for a pool whose adaptive policy `host_tokens` changed with
+    /// `Policy::sharing_host_tokens` (0 for any other pool), the controller periods in which a
+    /// task ran without a host token (timeouts or errors above), so that the policy sized the
+    /// pool against its neighbours again for that period.
     pub token_fallback_periods: u64,
     /// The CPU budget's counters, for a pool built with
     /// [`cpu_budget`](crate::Builder::cpu_budget).

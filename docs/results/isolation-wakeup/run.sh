@@ -12,17 +12,21 @@ A=$CG/cotenant-wl-a; B=$CG/cotenant-wl-b
 BPID=
 cleanup() { [ -n "$BPID" ] && kill $BPID 2>/dev/null; wait 2>/dev/null; sleep 0.2; rmdir $A $B 2>/dev/null; }
 trap 'cleanup; exit 1' INT TERM; trap cleanup EXIT
-mkdir -p $A $B
+mkdir -p $A $B || exit 1
+[ -w $B/cpu.idle ] || { echo "run.sh: $B/cpu.idle missing (needs Linux 5.15+ and root)" >&2; exit 1; }
 SECS=${SECS:-5}
 run() { # name bcg bpolicy bnice bslice aslice bidle
   local name=$1 bcg=$2 bp=$3 bn=$4 bs=$5 as=$6 bidle=$7
-  echo $bidle > $B/cpu.idle
+  echo $bidle > $B/cpu.idle || exit 1
   if [ "$bp" != none ]; then
-    ./wl b $bp $bn $bs & BPID=$!
-    echo $BPID > $bcg/cgroup.procs
+    # A deadline, and not the timing lock's descriptor: a spinner outliving a killed script
+    # stops by itself and holds no lock.
+    timeout $((SECS + 30)) ./wl b $bp $bn $bs 9>&- & BPID=$!
+    sleep 0.1
+    echo $(pgrep -P $BPID -x wl || echo $BPID) > $bcg/cgroup.procs || exit 1
     sleep 0.3
   fi
-  local out=$(bash -c "echo \$\$ > $A/cgroup.procs; exec ./wl a $as $SECS 200")
+  local out=$(bash -c "echo \$\$ > $A/cgroup.procs || exit 1; exec ./wl a $as $SECS 200" 9>&-)
   [ -n "$BPID" ] && { kill $BPID; wait $BPID 2>/dev/null; BPID=; }
   echo "$name $out"
 }

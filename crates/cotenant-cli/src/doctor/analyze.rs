@@ -751,8 +751,9 @@ fn find_contention(cx: &Context<'_>, m: &Measurements) -> Option<Finding> {
         evidence,
         recommendation: "Neighbours share this process's CPUs (seed 003's decision tree). If the tail matters more \
              than the neighbour's throughput: give the neighbour a low weight (cpu.weight 10 against 100, \
-             cpu.shares 102 against 1024) or run it at SCHED_IDLE / nice 19 (a cotenant background pool); \
-             for a hard latency budget give each tenant a disjoint cpuset (cpuset.cpus), accepting idle CPUs. \
+             cpu.shares 102 against 1024) or, when it has a cgroup of its own, mark that cgroup idle (cpu.idle = 1, Linux 5.15+; \
+             it lowers every process in it); SCHED_IDLE threads (a cotenant background pool) rank below \
+             yours only inside your own cgroup (docs/background.md); for a hard latency budget give each tenant a disjoint cpuset (cpuset.cpus), accepting idle CPUs. \
              Equal weights mean default fairness: the neighbour gets as much CPU as you."
             .into(),
         score: wait_fraction,

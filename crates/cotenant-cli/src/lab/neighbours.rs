@@ -835,6 +835,7 @@ mod tests {
             decisions: 10,
             borrows: 0,
             chunks: 100,
+            exact_cpu: false,
             chunk_ns: 50_000.0,
             summary: SummaryRow {
                 offered: 100,

@@ -34,6 +34,9 @@ pub struct WorkerReport {
     pub chunks: u32,
     /// Nanoseconds of one chunk.
     pub chunk_ns: f64,
+    /// Items ran to an exact CPU time (`--exact-cpu`; `chunks` and `chunk_ns` are then 0).
+    #[serde(default)]
+    pub exact_cpu: bool,
     /// Latency and throughput.
     pub summary: SummaryRow,
     /// Every `--series-ms`: the process's CPU time and the pool's target (absent in the Go
@@ -225,7 +228,7 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
     let pool = build_pool(args, cpus)?;
     let service = Duration::from_secs_f64(args.service_ms / 1000.0);
     let calibration: Calibration =
-        if args.exact_cpu { Calibration::exact_cpu(service) } else { workload::calibrate(service) };
+        if args.exact_cpu { Calibration::exact_cpu(service)? } else { workload::calibrate(service) };
     // Fair share: CPUs / P per process unless told; rate = load × that / service time.
     let fair_cpus = args.fair_cpus.unwrap_or(cpus as f64 / f64::from(args.processes.max(1)));
     let rate = args.load * fair_cpus / (args.service_ms / 1000.0);
@@ -268,6 +271,7 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
         borrows: metrics.borrows,
         chunks: calibration.chunks,
         chunk_ns: calibration.chunk_ns,
+        exact_cpu: calibration.exact_cpu,
         summary: SummaryRow::from(&summary),
         series,
         items: if args.items {

@@ -30,6 +30,10 @@ pub fn fib(n: u32) -> u64 {
 /// The fib argument of one chunk of work: a few tens of microseconds on current CPUs, short
 /// enough that an item is many chunks and its service time can be tuned finely.
 pub const CHUNK_FIB: u32 = 20;
+/// The unit of work between two clock reads of an exact-CPU item
+/// ([`Calibration::exact_cpu`]): about a hundredth of a chunk's time, so an item overshoots
+/// by a few µs at most.
+pub const EXACT_UNIT_FIB: u32 = 10;
 
 /// How many chunks of `chunk_ns` make an item of `target_ns` (at least 1).
 pub fn chunks_for(chunk_ns: f64, target_ns: f64) -> u32 {
@@ -54,20 +58,32 @@ pub struct Calibration {
 }
 
 impl Calibration {
-    /// Items of exactly `target` of CPU time each (to within one chunk), whatever the
+    /// Items of `target` of CPU time each, read on the thread's CPU clock, whatever the
     /// calibration would say: for offering a load in CPU time, which a calibrated item misses
-    /// by the calibration's error (over 10 % between processes for 20 ms items here).
-    pub fn exact_cpu(target: Duration) -> Calibration {
-        Calibration { chunks: 0, chunk_ns: 0.0, target_ns: target.as_nanos() as u64, exact_cpu: true }
+    /// by the calibration's error (over 10 % between processes for 20 ms items here). An item
+    /// runs small units of fib(`EXACT_UNIT_FIB`) between clock reads, so it overshoots by less
+    /// than one unit and a clock read (a few µs) and never falls short. Refused where the
+    /// clock cannot be read.
+    pub fn exact_cpu(target: Duration) -> anyhow::Result<Calibration> {
+        anyhow::ensure!(
+            cotenant::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).is_some(),
+            "--exact-cpu: this thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) cannot be read"
+        );
+        Ok(Calibration { chunks: 0, chunk_ns: 0.0, target_ns: target.as_nanos() as u64, exact_cpu: true })
     }
 
     /// Runs one item's work.
     pub fn work(&self) -> u64 {
         if self.exact_cpu {
-            let start = thread_cpu_ns();
+            let clock = || cotenant::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
             let mut acc = 0u64;
-            while thread_cpu_ns().saturating_sub(start) < self.target_ns {
-                acc = acc.wrapping_add(fib(black_box(CHUNK_FIB)));
+            // A clock that stops reading ends the item rather than spinning for ever.
+            let Some(start) = clock() else { return acc };
+            while let Some(now) = clock() {
+                if now.saturating_sub(start) >= self.target_ns {
+                    break;
+                }
+                acc = acc.wrapping_add(fib(black_box(EXACT_UNIT_FIB)));
             }
             return acc;
         }

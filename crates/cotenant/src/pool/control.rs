@@ -321,6 +321,13 @@ fn tick(
     host: &Result<HostCounters, crate::sampler::SampleError>,
     recorder: Option<&mut std::io::BufWriter<std::fs::File>>,
 ) {
+    // A task that ran without a host token (the set was removed, or none came within the
+    // wait) competed for CPUs like a pool without tokens, and so may the neighbours' tasks:
+    // for this period the policy sizes the pool against its neighbours again. Read at every
+    // tick, decided or not, so that a task of a skipped period is not blamed on a later one.
+    let ran_without_token = pool.host_tokens.as_ref().map_or(0, |t| t.ran_without.load(Ordering::Relaxed));
+    let tokens_failed =
+        ran_without_token != std::mem::replace(&mut entry.ran_without_token, ran_without_token);
     let host = match host {
         Ok(host) => host.clone(),
         Err(error) => {
@@ -363,12 +370,6 @@ fn tick(
         current.workers_runq_wait_ns.zip(last.workers_runq_wait_ns).map(|(b, a)| b.saturating_sub(a)),
         u32::try_from(pool.queued()).unwrap_or(u32::MAX),
     );
-    // A task that ran without a host token (the set was removed, or none came within the
-    // wait) competed for CPUs like a pool without tokens, and so may the neighbours' tasks:
-    // for this period the policy sizes the pool against its neighbours again.
-    let ran_without_token = pool.host_tokens.as_ref().map_or(0, |t| t.ran_without.load(Ordering::Relaxed));
-    let tokens_failed =
-        ran_without_token != std::mem::replace(&mut entry.ran_without_token, ran_without_token);
     let policy = match &entry.unshared_policy {
         Some(unshared) if tokens_failed => {
             pool.token_fallbacks.fetch_add(1, Ordering::Relaxed);
