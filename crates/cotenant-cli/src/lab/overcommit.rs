@@ -4,9 +4,10 @@
 //! (`contention`), they add waiting for the lock (and for the lock holder to be scheduled).
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use super::neighbours::median;
-use super::runner::{run_workers, WorkerSpec};
+use super::runner::{fixed_pool_args, run_workers, WorkerSpec};
 use super::{Chart, Lab, Outcome, Series};
 use crate::args::LabArgs;
 
@@ -48,27 +49,9 @@ pub fn run(lab: &Lab, args: &LabArgs, mutex: bool) -> anyhow::Result<Outcome> {
         for repeat in 0..repeats {
             let busy_before = lab.quiet_check();
             eprintln!("lab {name}: {n} threads, repeat {}/{repeats}", repeat + 1);
-            let mut worker_args: Vec<String> = [
-                "--pool",
-                "fixed",
-                "--fixed-threads",
-                &n.to_string(),
-                "--processes",
-                "1",
-                "--fair-cpus",
-                &capacity.to_string(),
-                "--load",
-                &load.to_string(),
-                "--service-ms",
-                &args.service_ms.to_string(),
-                "--duration-ms",
-                &(seconds * 1000).to_string(),
-                "--seed",
-                &repeat.to_string(),
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+            let mut worker_args =
+                fixed_pool_args(n, capacity, load, args.service_ms, Duration::from_secs(seconds));
+            worker_args.extend(["--seed".to_owned(), repeat.to_string()]);
             if mutex {
                 worker_args.push("--mutex".into());
             }

@@ -54,6 +54,37 @@ impl Drop for Children {
     }
 }
 
+/// `lab-worker` arguments shared by the one-process experiments: a fixed pool of `threads`,
+/// offered `load` × `fair_cpus` CPUs of `service_ms` items for `duration`. Callers append the
+/// rest (`--seed`, `--arrivals`, `--saturate`, a budget, ...).
+pub fn fixed_pool_args(
+    threads: u32,
+    fair_cpus: f64,
+    load: f64,
+    service_ms: f64,
+    duration: Duration,
+) -> Vec<String> {
+    [
+        "--pool",
+        "fixed",
+        "--fixed-threads",
+        &threads.to_string(),
+        "--processes",
+        "1",
+        "--load",
+        &load.to_string(),
+        "--fair-cpus",
+        &fair_cpus.to_string(),
+        "--service-ms",
+        &service_ms.to_string(),
+        "--duration-ms",
+        &duration.as_millis().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
 /// Runs every spec at once and returns their reports, in order.
 pub fn run_workers(specs: &[WorkerSpec]) -> anyhow::Result<Vec<WorkerReport>> {
     run_workers_at(specs, SystemTime::now() + START_DELAY)

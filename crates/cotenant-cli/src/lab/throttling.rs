@@ -28,7 +28,7 @@ use anyhow::Context as _;
 use cotenant::procfs::cgroupfs::{parse_cpu_stat, CpuStat};
 
 use super::cgroup::{Cgroup, Layout, LAB_PREFIX};
-use super::runner::{run_workers_at, WorkerSpec, START_DELAY};
+use super::runner::{fixed_pool_args, run_workers_at, WorkerSpec, START_DELAY};
 use super::worker::WorkerReport;
 use super::{Lab, Outcome};
 
@@ -248,12 +248,9 @@ fn sleep_until(at: SystemTime) {
 
 /// A fixed pool of `n` workers kept saturated with CPU-bound items of `item_ms`.
 fn saturating_args(n: u32, duration: Duration, item_ms: u32) -> Vec<String> {
-    let ms = duration.as_millis().to_string();
-    ["--pool", "fixed", "--fixed-threads", &n.to_string(), "--processes", "1", "--load", "1", "--service-ms"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([item_ms.to_string(), "--duration-ms".to_owned(), ms, "--saturate".to_owned()])
-        .collect()
+    let mut args = fixed_pool_args(n, f64::from(n), 1.0, f64::from(item_ms), duration);
+    args.push("--saturate".into());
+    args
 }
 
 /// Runs the experiment.
@@ -361,25 +358,7 @@ fn cgroup_parts(
     for limit in latency_limits {
         eprintln!("lab throttling: latency, {}", limit.label());
         let busy_before = lab.quiet_check();
-        let worker_args: Vec<String> = [
-            "--pool",
-            "fixed",
-            "--fixed-threads",
-            &n.to_string(),
-            "--processes",
-            "1",
-            "--fair-cpus",
-            &n.to_string(),
-            "--load",
-            "0.7",
-            "--service-ms",
-            &args.service_ms.to_string(),
-            "--duration-ms",
-            &duration.as_millis().to_string(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let worker_args = fixed_pool_args(n, f64::from(n), 0.7, args.service_ms, duration);
         let run =
             run_in_cgroup(lab, layout, limit, Rewrite::None, worker_args, duration)?.context("no run")?;
         let s = &run.report.summary;
@@ -542,28 +521,11 @@ pub fn budget_cases(n: u32) -> Vec<BudgetCase> {
 fn budget_case_args(case: &BudgetCase, n: u32, duration: Duration, slush: bool) -> Vec<String> {
     let mut args = match case.offered {
         None => saturating_args(n, duration, case.item_ms),
-        Some(fraction) => [
-            "--pool",
-            "fixed",
-            "--fixed-threads",
-            &n.to_string(),
-            "--processes",
-            "1",
-            "--load",
-            &fraction.to_string(),
-            "--fair-cpus",
-            &case.cpus.to_string(),
-            "--service-ms",
-            &case.item_ms.to_string(),
-            "--duration-ms",
-            &duration.as_millis().to_string(),
-            "--arrivals",
-            "uniform",
-            "--exact-cpu",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
+        Some(fraction) => {
+            let mut args = fixed_pool_args(n, case.cpus, fraction, f64::from(case.item_ms), duration);
+            args.extend(["--arrivals".to_owned(), "uniform".into(), "--exact-cpu".into()]);
+            args
+        }
     };
     args.extend([
         "--cpu-budget".to_owned(),

@@ -325,7 +325,8 @@ fn tick(
     // wait) competed for CPUs like a pool without tokens, and so may the neighbours' tasks:
     // for this period the policy sizes the pool against its neighbours again. Read at every
     // tick, decided or not, so that a task of a skipped period is not blamed on a later one.
-    let ran_without_token = pool.host_tokens.as_ref().map_or(0, |t| t.ran_without.load(Ordering::Relaxed));
+    let tokens = pool.host_tokens.as_ref();
+    let ran_without_token = tokens.map_or(0, |t| t.ran_without.load(Ordering::Relaxed));
     let tokens_failed =
         ran_without_token != std::mem::replace(&mut entry.ran_without_token, ran_without_token);
     let host = match host {
@@ -372,7 +373,9 @@ fn tick(
     );
     let policy = match &entry.unshared_policy {
         Some(unshared) if tokens_failed => {
-            pool.token_fallbacks.fetch_add(1, Ordering::Relaxed);
+            if let Some(tokens) = tokens {
+                tokens.fallback_periods.fetch_add(1, Ordering::Relaxed);
+            }
             unshared
         }
         _ => &entry.policy,

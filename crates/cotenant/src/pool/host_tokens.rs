@@ -40,6 +40,9 @@ pub(crate) struct PoolTokens {
     /// Tasks run without a token for any reason (timeouts and failures to take one): the
     /// controller reads it to stop trusting the tokens for a period (`control.rs`).
     pub(crate) ran_without: AtomicU64,
+    /// Controller periods in which, because of `ran_without`, the policy as given replaced the
+    /// token-sharing one (`control.rs`).
+    pub(crate) fallback_periods: AtomicU64,
     /// Token operations that failed (taking one: the task then runs without; giving one back),
     /// leases and pinning included (the task then runs unpinned).
     pub(crate) errors: AtomicU64,
@@ -96,6 +99,7 @@ impl PoolTokens {
             allowed,
             timeouts: AtomicU64::new(0),
             ran_without: AtomicU64::new(0),
+            fallback_periods: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             warned: AtomicBool::new(false),
             warned_pin: AtomicBool::new(false),

@@ -538,7 +538,6 @@ impl Builder {
             dynamic: controlled,
             borrow: Borrow::new(self.policy.fixed_target().is_none()),
             borrows: AtomicU64::new(0),
-            token_fallbacks: AtomicU64::new(0),
             blocked: AtomicUsize::new(0),
             blocked_lock: Mutex::new(()),
             not_full: Condvar::new(),
@@ -694,9 +693,6 @@ pub(crate) struct Shared {
     pub(crate) borrow: Borrow,
     /// Workers woken beyond the target (see `borrow.rs`).
     borrows: AtomicU64,
-    /// Controller periods in which the policy as given replaced the token-sharing one
-    /// (`control.rs`).
-    pub(crate) token_fallbacks: AtomicU64,
     /// Submitters waiting for room (`Full::Block`), and what they wait on.
     blocked: AtomicUsize,
     blocked_lock: Mutex<()>,
@@ -960,9 +956,15 @@ impl Shared {
             token_timeouts: shared.host_tokens.as_ref().map_or(0, |t| t.timeouts.load(Ordering::Relaxed)),
             #[cfg(not(loom))]
             token_errors: shared.host_tokens.as_ref().map_or(0, |t| t.errors.load(Ordering::Relaxed)),
-            token_fallback_periods: shared.token_fallbacks.load(Ordering::Relaxed),
+            #[cfg(not(loom))]
+            token_fallback_periods: shared
+                .host_tokens
+                .as_ref()
+                .map_or(0, |t| t.fallback_periods.load(Ordering::Relaxed)),
             #[cfg(loom)]
             token_timeouts: 0,
+            #[cfg(loom)]
+            token_fallback_periods: 0,
             #[cfg(loom)]
             token_errors: 0,
             #[cfg(not(loom))]

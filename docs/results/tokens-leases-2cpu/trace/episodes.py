@@ -1,24 +1,16 @@
 """Wait episodes of the given threads in an ftrace sched trace (see trace.sh): each time a
 thread is woken or preempted until it runs again, its length, and for how much of it the other
 CPU of a 2-CPU host was idle (CPUs 0 and 1 only: written for this repository's test VM). Usage: episodes.py TRACE TID,TID,... T0 (seconds, trace clock)."""
-import re,sys,collections
+import sys,collections
+from schedtrace import events
 path=sys.argv[1]; tids=set(int(x) for x in sys.argv[2].split(',')); t0=float(sys.argv[3])
-sw=re.compile(r'\[(\d+)\].* (\d+\.\d+): sched_switch: prev_comm=(.*) prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> next_comm=(.*) next_pid=(\d+)')
-wk=re.compile(r'\[(\d+)\].* (\d+\.\d+): sched_wakeup: comm=(.*) pid=(\d+) prio=\d+ target_cpu=(\d+)')
-mg=re.compile(r'\[(\d+)\].* (\d+\.\d+): sched_migrate_task: comm=(.*) pid=(\d+) prio=\d+ orig_cpu=(\d+) dest_cpu=(\d+)')
 running={0:0,1:0}; since={}; where={}
 # per cpu: time idle accumulated while episode open
 idle_acc=collections.defaultdict(float); last=None
 hist=collections.Counter(); long_eps=[]
 comm={}
-for line in open(path):
-    m=sw.search(line); w=None; mm=None
-    if not m:
-        w=wk.search(line)
-        if not w:
-            mm=mg.search(line)
-            if not mm: continue
-    g=(m or w or mm).groups(); ts=float(g[1])
+for kind,ts,g in events(path):
+    m=kind=='switch'; w=kind=='wakeup'
     if ts<t0:
         if m: running[int(g[0])]=int(g[6])
         continue

@@ -1,21 +1,13 @@
 """For the given threads' wait episodes (woken or preempted until they run) in an ftrace sched
 trace: who occupied the CPU they waited on, and for how long, summed over episodes > 1 ms;
 and whether the other CPU (2-CPU host) idled meanwhile. Usage: occupants.py TRACE TID,... T0"""
-import re,sys,collections
+import sys,collections
+from schedtrace import events
 path=sys.argv[1]; tids=set(int(x) for x in sys.argv[2].split(',')); t0=float(sys.argv[3])
-sw=re.compile(r'\[(\d+)\].* (\d+\.\d+): sched_switch: prev_comm=(.*) prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> next_comm=(.*) next_pid=(\d+)')
-wk=re.compile(r'\[(\d+)\].* (\d+\.\d+): sched_wakeup: comm=(.*) pid=(\d+) prio=\d+ target_cpu=(\d+)')
-mg=re.compile(r'\[(\d+)\].* (\d+\.\d+): sched_migrate_task: comm=(.*) pid=(\d+) prio=\d+ orig_cpu=(\d+) dest_cpu=(\d+)')
 running={0:0,1:0}; since={}; where={}; occ={}; comm={0:'idle'}
 total=collections.Counter(); other_idle=0.0; n=0; tot=0.0; last=None
-for line in open(path):
-    m=sw.search(line); w=mm=None
-    if not m:
-        w=wk.search(line)
-        if not w:
-            mm=mg.search(line)
-            if not mm: continue
-    g=(m or w or mm).groups(); ts=float(g[1])
+for kind,ts,g in events(path):
+    m=kind=='switch'; w=kind=='wakeup'
     if ts<t0:
         if m: running[int(g[0])]=int(g[6])
         continue

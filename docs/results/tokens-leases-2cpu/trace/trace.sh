@@ -7,7 +7,8 @@
 # four pool threads' ids (the last four `lab-N` pids in the trace) and the time the first one
 # appears:
 #   python3 episodes.py OUTDIR/trace.txt TID,TID,TID,TID T0
-# prints how long the pool threads waited runnable and for how much of it the other CPU idled.
+# prints how long the pool threads waited runnable and for how much of it the other CPU idled;
+# occupants.py, same arguments, who ran on the CPU they waited for. Both parse with schedtrace.py.
 # Tracing perturbs the run: compare pool kinds within one trace, not with untraced runs.
 # Needs tracefs (mount -t tracefs nodev /sys/kernel/tracing).
 set -e
