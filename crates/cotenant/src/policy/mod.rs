@@ -197,7 +197,9 @@ pub struct Sample {
     pub workers_busy_ns: u64,
     /// CPU time our workers got (`None` when per-thread clocks are unavailable).
     pub workers_cpu_ns: Option<u64>,
-    /// Time our workers waited on a run queue (schedstat), when the kernel reports it.
+    /// Time our workers waited on a run queue (schedstat), when the kernel reports it. A pool
+    /// whose adaptive policy shares host tokens counts only the wait of workers holding a token
+    /// (`docs/host-tokens.md`): the others wait behind the holders by design.
     pub workers_runq_wait_ns: Option<u64>,
     /// Tasks waiting in our queue at the end of the period.
     pub queued: u32,

@@ -109,6 +109,8 @@ struct Snapshot {
     workers_busy_ns: u64,
     workers_cpu_ns: Option<u64>,
     workers_runq_wait_ns: Option<u64>,
+    /// The part of it spent holding host tokens (`WorkerStats::token_wait_ns`).
+    workers_token_wait_ns: Option<u64>,
 }
 
 /// A pool's registration; [`unregister`](Registration::unregister) before its workers exit.
@@ -355,24 +357,34 @@ fn tick(
             clock => clock_ns((clock - 1) as u32 as libc::clockid_t),
         })
         .sum::<Option<u64>>();
-    let workers_runq_wait_ns = read_runq_wait(entry, pool);
+    let (workers_runq_wait_ns, workers_token_wait_ns) = read_runq_wait(entry, pool).unzip();
     let had_work = entry.last.as_ref().is_none_or(|last| workers_busy_ns != last.workers_busy_ns)
         || pool.queued() > 0
         || pool.running() > 0;
     entry.idle_periods = if had_work { 0 } else { entry.idle_periods.saturating_add(1) };
-    let snapshot = Snapshot { host, workers_busy_ns, workers_cpu_ns, workers_runq_wait_ns };
+    let snapshot =
+        Snapshot { host, workers_busy_ns, workers_cpu_ns, workers_runq_wait_ns, workers_token_wait_ns };
     let Some(last) = entry.last.replace(snapshot) else { return };
     let current = entry.last.as_ref().expect("just stored");
     let Some(delta) = HostDelta::between(&last.host, &current.host) else { return };
+    let grew = |now: Option<u64>, before: Option<u64>| now.zip(before).map(|(b, a)| b.saturating_sub(a));
+    // The tokens are trusted this period (`Policy::sharing_host_tokens` applies): only the
+    // holders' wait is contention; the rest is workers queued for a token (`host_tokens.rs`).
+    let sharing_tokens = entry.unshared_policy.is_some() && !tokens_failed;
+    let runq_wait = if sharing_tokens {
+        grew(current.workers_token_wait_ns, last.workers_token_wait_ns)
+    } else {
+        grew(current.workers_runq_wait_ns, last.workers_runq_wait_ns)
+    };
     let sample = delta.sample(
         entry.threads,
         current.workers_busy_ns.saturating_sub(last.workers_busy_ns),
-        current.workers_cpu_ns.zip(last.workers_cpu_ns).map(|(b, a)| b.saturating_sub(a)),
-        current.workers_runq_wait_ns.zip(last.workers_runq_wait_ns).map(|(b, a)| b.saturating_sub(a)),
+        grew(current.workers_cpu_ns, last.workers_cpu_ns),
+        runq_wait,
         u32::try_from(pool.queued()).unwrap_or(u32::MAX),
     );
     let policy = match &entry.unshared_policy {
-        Some(unshared) if tokens_failed => {
+        Some(unshared) if !sharing_tokens => {
             if let Some(tokens) = tokens {
                 tokens.fallback_periods.fetch_add(1, Ordering::Relaxed);
             }
@@ -476,6 +488,7 @@ fn tick_elastic(
                 workers_busy_ns: 0,
                 workers_cpu_ns: None,
                 workers_runq_wait_ns: None,
+                workers_token_wait_ns: None,
             };
             match entry
                 .last
@@ -555,9 +568,10 @@ fn tick_elastic(
     let _ = spawn_missing(pool, pool.sleep.target());
 }
 
-/// Sum of the workers' run-queue wait from schedstat, or `None` when the kernel does not
-/// report it (no `CONFIG_SCHED_INFO`) or a worker has not started yet.
-fn read_runq_wait(entry: &mut Entry, pool: &Shared) -> Option<u64> {
+/// Sum of the workers' run-queue wait from schedstat, and the part of it they spent holding
+/// host tokens (0 without tokens), or `None` when the kernel does not report it (no
+/// `CONFIG_SCHED_INFO`) or a worker has not started yet.
+fn read_runq_wait(entry: &mut Entry, pool: &Shared) -> Option<(u64, u64)> {
     if entry.schedstat.as_ref()?.is_empty() {
         // Open every worker's file or none: a partial list would under-count for good.
         let mut files = Vec::with_capacity(pool.workers.len());
@@ -578,13 +592,14 @@ fn read_runq_wait(entry: &mut Entry, pool: &Shared) -> Option<u64> {
         entry.schedstat = Some(files);
     }
     let files = entry.schedstat.as_ref()?;
-    let mut total = 0u64;
-    for (path, file) in files.iter() {
+    let (mut total, mut holding) = (0u64, 0u64);
+    for ((path, file), worker) in files.iter().zip(pool.workers.iter()) {
         let text = read_at_zero(file, path, &mut entry.buf).ok()?;
         let stat = crate::procfs::schedstat::parse_task(text).ok()?;
         total = total.saturating_add(stat.run_delay_ns);
+        holding = holding.saturating_add(worker.token_wait_ns(stat.run_delay_ns));
     }
-    Some(total)
+    Some((total, holding))
 }
 
 #[cfg(test)]
@@ -627,6 +642,70 @@ mod tests {
         assert!(WARNED.load(Ordering::Relaxed), "the first failure is logged");
         // The pool still works.
         assert_eq!(pool.spawn(|| 5).join().unwrap(), 5);
+    }
+
+    /// The samples `tick` records (`COTENANT_RECORD_SAMPLES`) into `file`, in order.
+    fn recorded_waits(file: &std::path::Path) -> Vec<Option<u64>> {
+        std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let field = line.split("\"workers_runq_wait_ns\": ").nth(1).expect("the field");
+                field.split([',', '}']).next().unwrap().trim().parse().ok()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn with_shared_tokens_only_the_holders_wait_is_contention() {
+        let Ok(mut sampler) = HostSampler::system() else { return };
+        if !std::path::Path::new("/proc/thread-self/schedstat").exists() {
+            return; // a kernel without schedstat: the wait is estimated otherwise
+        }
+        let name = format!("cotenant-test-control-holders-{}", std::process::id());
+        /// Removes the set and the recording however the test ends.
+        struct Cleanup(String, std::path::PathBuf);
+        impl Drop for Cleanup {
+            fn drop(&mut self) {
+                let _ = crate::tokens::HostTokens::remove_named(&self.0);
+                let _ = std::fs::remove_file(&self.1);
+            }
+        }
+        let path = std::env::temp_dir().join(format!("{name}.jsonl"));
+        let _cleanup = Cleanup(name.clone(), path.clone());
+        let set = Arc::new(crate::tokens::HostTokens::open(&name, 2).unwrap());
+        let pool = Pool::builder().threads(2).host_tokens(set).build().unwrap();
+        // The schedstat files are opened once every worker has said who it is.
+        let started = Instant::now();
+        while pool.shared.workers.iter().any(|w| w.tid.load(std::sync::atomic::Ordering::Acquire) == 0) {
+            assert!(started.elapsed() < Duration::from_secs(10), "the workers did not start");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut entry = entry_for(&pool);
+        entry.policy = Policy::adaptive().sharing_host_tokens();
+        entry.unshared_policy = Some(Policy::adaptive());
+        entry.schedstat = Some(Vec::new());
+        let mut recorder = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        let mut tick_now = |entry: &mut Entry, recorder: &mut std::io::BufWriter<std::fs::File>| {
+            std::thread::sleep(Duration::from_millis(2));
+            tick(entry, &pool.shared, &sampler.read(), Some(recorder));
+        };
+        tick_now(&mut entry, &mut recorder); // baseline (and the workers' schedstat files)
+        tick_now(&mut entry, &mut recorder);
+        // 3 ms of wait while holding tokens: what the policy sees while the tokens are trusted.
+        pool.shared.workers[0].token_wait_total.fetch_add(3_000_000, Ordering::Relaxed);
+        tick_now(&mut entry, &mut recorder);
+        // A task ran without a token: this period the wait of every worker counts again.
+        pool.shared.host_tokens.as_ref().unwrap().ran_without.fetch_add(1, Ordering::Relaxed);
+        pool.shared.workers[0].token_wait_total.fetch_add(3_000_000, Ordering::Relaxed);
+        tick_now(&mut entry, &mut recorder);
+        drop(recorder);
+        let waits = recorded_waits(&path);
+        assert_eq!(waits.len(), 3, "{waits:?}");
+        assert!(waits.iter().all(Option::is_some), "{waits:?}");
+        assert_eq!(waits[1], Some(3_000_000), "the holders' wait, and nothing else");
+        assert_ne!(waits[2], Some(3_000_000), "the fallback period counts every worker's wait");
+        assert_eq!(pool.metrics().token_fallback_periods, 1);
     }
 
     #[test]

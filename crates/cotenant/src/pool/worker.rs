@@ -49,6 +49,12 @@ pub(crate) struct WorkerStats {
     /// Set by a submit that woke this worker beyond the target (step 4); cleared by the
     /// worker when it gives the CPU back.
     pub(crate) borrowed: AtomicBool,
+    /// Host tokens (`host_tokens.rs`): the worker's run-queue wait (schedstat) when it took
+    /// the token it holds, plus one (0: it holds none or cannot read its wait), and the wait it
+    /// accumulated while holding earlier tokens. With shared tokens the controller counts only
+    /// this wait as contention (`control.rs`).
+    pub(crate) token_wait_since: std::sync::atomic::AtomicU64,
+    pub(crate) token_wait_total: std::sync::atomic::AtomicU64,
     /// Elastic pools: whether a thread runs in this slot (set by whoever starts it, cleared by
     /// the thread as it exits), and the slot's per-task counters (`elastic.rs`).
     pub(crate) occupied: std::sync::atomic::AtomicBool,
@@ -68,6 +74,17 @@ impl WorkerStats {
         if since != 0 {
             self.busy_total_ns.fetch_add(nanos_since(epoch).saturating_sub(since), Ordering::Relaxed);
         }
+    }
+
+    /// The run-queue wait this worker accumulated while holding host tokens, given its total
+    /// run-queue wait `run_delay_ns` read now (see `holding_wait`).
+    #[cfg(not(loom))]
+    pub(crate) fn token_wait_ns(&self, run_delay_ns: u64) -> u64 {
+        use std::sync::atomic::Ordering::Acquire;
+        // The total first (the worker clears `since` before it adds to the total): a hold that
+        // ends between the two loads is counted in neither, never twice; the next reading has it.
+        let total = self.token_wait_total.load(Acquire);
+        holding_wait(total, self.token_wait_since.load(Acquire), run_delay_ns)
     }
 
     /// Whether the worker is in a busy stretch (running tasks back to back) now.
@@ -155,6 +172,17 @@ fn cancel(job: super::task::Job, stats: &WorkerStats) {
     }
 }
 
+/// Run-queue wait while holding tokens: `accumulated` over finished holds, plus, when a hold
+/// is in progress (`since_plus_one` != 0), what the total `run_delay_ns` grew since it began.
+/// A reading older than the hold's start (a race with the worker) adds nothing.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) fn holding_wait(accumulated: u64, since_plus_one: u64, run_delay_ns: u64) -> u64 {
+    match since_plus_one {
+        0 => accumulated,
+        since => accumulated.saturating_add(run_delay_ns.saturating_sub(since - 1)),
+    }
+}
+
 pub(crate) fn nanos_since(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
@@ -202,14 +230,15 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 // A pool sharing the host's CPU tokens runs a task only while holding one
                 // (`host_tokens.rs`); it is given back when `token` drops, after the task.
                 #[cfg(not(loom))]
-                let token = match shared.host_tokens.as_ref().map(|t| t.take(|| shared.is_cancelling())) {
-                    Some(super::host_tokens::Take::Cancelled) => {
-                        cancel(job, stats);
-                        continue;
-                    }
-                    Some(super::host_tokens::Take::Held(held)) => Some(held),
-                    Some(super::host_tokens::Take::Without) | None => None,
-                };
+                let token =
+                    match shared.host_tokens.as_ref().map(|t| t.take(stats, || shared.is_cancelling())) {
+                        Some(super::host_tokens::Take::Cancelled) => {
+                            cancel(job, stats);
+                            continue;
+                        }
+                        Some(super::host_tokens::Take::Held(held)) => Some(held),
+                        Some(super::host_tokens::Take::Without) | None => None,
+                    };
                 stats.mark_busy(shared.epoch);
                 #[cfg(not(loom))]
                 let mark = meter.as_mut().and_then(|meter| meter.start());
@@ -292,4 +321,18 @@ fn spin_for_work(shared: &Shared, index: usize) -> bool {
     let has_work = || !shared.queue.is_empty() && index < shared.sleep.target();
     let backoff = Backoff::default().spins(SPIN_ROUNDS).yields(YIELD_ROUNDS);
     spin_then_yield(&backoff, || has_work() || shared.is_closed()) && has_work()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::holding_wait;
+
+    #[test]
+    fn the_wait_while_holding_is_the_finished_holds_plus_the_one_in_progress() {
+        assert_eq!(holding_wait(5, 0, 1_000), 5, "no hold in progress: the finished ones only");
+        // A hold that began at a total wait of 900 (stored as 901), read at 1000.
+        assert_eq!(holding_wait(5, 901, 1_000), 105);
+        assert_eq!(holding_wait(5, 1_001, 1_000), 5, "a reading older than the hold adds nothing");
+        assert_eq!(holding_wait(u64::MAX, 1, u64::MAX), u64::MAX, "saturates");
+    }
 }
