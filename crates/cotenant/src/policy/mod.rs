@@ -199,7 +199,8 @@ pub struct Sample {
     pub workers_cpu_ns: Option<u64>,
     /// Time our workers waited on a run queue (schedstat), when the kernel reports it. A pool
     /// whose adaptive policy shares host tokens counts only the wait of workers holding a token
-    /// (`docs/host-tokens.md`): the others wait behind the holders by design.
+    /// (`docs/host-tokens.md`): the others wait behind the holders by design. In a period in
+    /// which one of its tasks ran without a token it counts every worker's wait again.
     pub workers_runq_wait_ns: Option<u64>,
     /// Tasks waiting in our queue at the end of the period.
     pub queued: u32,

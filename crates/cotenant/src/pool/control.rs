@@ -98,6 +98,9 @@ struct Entry {
     idle_periods: u32,
     /// `/proc/self/task/<tid>/schedstat` per worker; `None` once any is unavailable.
     schedstat: Option<Vec<(PathBuf, File)>>,
+    /// Per worker, the largest wait while holding host tokens read so far: a reading taken
+    /// as a hold ends can be lower than the last (`WorkerStats::token_wait_ns`).
+    token_wait_seen: Vec<u64>,
     buf: Vec<u8>,
     /// An elastic pool's sizer state and its last task totals.
     elastic: Option<(ElasticState, Option<(Totals, Instant)>)>,
@@ -156,6 +159,7 @@ pub(crate) fn register(
         last_cap: None,
         idle_periods: 0,
         schedstat: Some(Vec::new()),
+        token_wait_seen: Vec::new(),
         buf: Vec::new(),
         elastic: pool.elastic.as_ref().map(|elastic| (ElasticState::new(elastic.config.min), None)),
     });
@@ -357,7 +361,9 @@ fn tick(
             clock => clock_ns((clock - 1) as u32 as libc::clockid_t),
         })
         .sum::<Option<u64>>();
-    let (workers_runq_wait_ns, workers_token_wait_ns) = read_runq_wait(entry, pool).unzip();
+    let waits = read_runq_waits(entry, pool);
+    let workers_runq_wait_ns = waits.as_ref().map(|w| w.all);
+    let workers_token_wait_ns = waits.and_then(|w| w.holding);
     let had_work = entry.last.as_ref().is_none_or(|last| workers_busy_ns != last.workers_busy_ns)
         || pool.queued() > 0
         || pool.running() > 0;
@@ -568,10 +574,17 @@ fn tick_elastic(
     let _ = spawn_missing(pool, pool.sleep.target());
 }
 
-/// Sum of the workers' run-queue wait from schedstat, and the part of it they spent holding
-/// host tokens (0 without tokens), or `None` when the kernel does not report it (no
+/// The workers' run-queue wait so far (schedstat), summed.
+struct RunqWaits {
+    all: u64,
+    /// The part spent holding host tokens (0 without tokens); `None` when a worker could not
+    /// read its own wait.
+    holding: Option<u64>,
+}
+
+/// The workers' run-queue waits, or `None` when the kernel does not report them (no
 /// `CONFIG_SCHED_INFO`) or a worker has not started yet.
-fn read_runq_wait(entry: &mut Entry, pool: &Shared) -> Option<(u64, u64)> {
+fn read_runq_waits(entry: &mut Entry, pool: &Shared) -> Option<RunqWaits> {
     if entry.schedstat.as_ref()?.is_empty() {
         // Open every worker's file or none: a partial list would under-count for good.
         let mut files = Vec::with_capacity(pool.workers.len());
@@ -592,14 +605,22 @@ fn read_runq_wait(entry: &mut Entry, pool: &Shared) -> Option<(u64, u64)> {
         entry.schedstat = Some(files);
     }
     let files = entry.schedstat.as_ref()?;
-    let (mut total, mut holding) = (0u64, 0u64);
-    for ((path, file), worker) in files.iter().zip(pool.workers.iter()) {
+    debug_assert_eq!(files.len(), pool.workers.len(), "one schedstat file per worker, in order");
+    entry.token_wait_seen.resize(pool.workers.len(), 0);
+    let mut waits = RunqWaits { all: 0, holding: Some(0) };
+    for (((path, file), worker), seen) in
+        files.iter().zip(pool.workers.iter()).zip(&mut entry.token_wait_seen)
+    {
         let text = read_at_zero(file, path, &mut entry.buf).ok()?;
         let stat = crate::procfs::schedstat::parse_task(text).ok()?;
-        total = total.saturating_add(stat.run_delay_ns);
-        holding = holding.saturating_add(worker.token_wait_ns(stat.run_delay_ns));
+        waits.all = waits.all.saturating_add(stat.run_delay_ns);
+        let holding = worker.token_wait_ns(stat.run_delay_ns).map(|now| {
+            *seen = (*seen).max(now);
+            *seen
+        });
+        waits.holding = waits.holding.zip(holding).map(|(sum, one)| sum.saturating_add(one));
     }
-    Some((total, holding))
+    Some(waits)
 }
 
 #[cfg(test)]
@@ -623,6 +644,7 @@ mod tests {
             last_cap: None,
             idle_periods: 0,
             schedstat: None,
+            token_wait_seen: Vec::new(),
             buf: Vec::new(),
             elastic: None,
         }
@@ -674,7 +696,9 @@ mod tests {
         let path = std::env::temp_dir().join(format!("{name}.jsonl"));
         let _cleanup = Cleanup(name.clone(), path.clone());
         let set = Arc::new(crate::tokens::HostTokens::open(&name, 2).unwrap());
-        let pool = Pool::builder().threads(2).host_tokens(set).build().unwrap();
+        // A fixed policy: the process's controller leaves the pool alone (it would count
+        // fallback periods of its own); the entry below gets the adaptive policies.
+        let pool = Pool::builder().policy(Policy::fixed(2)).host_tokens(set).build().unwrap();
         // The schedstat files are opened once every worker has said who it is.
         let started = Instant::now();
         while pool.shared.workers.iter().any(|w| w.tid.load(std::sync::atomic::Ordering::Acquire) == 0) {

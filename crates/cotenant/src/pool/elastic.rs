@@ -21,13 +21,13 @@
 //!    controller spawns only during its tick under the registry lock: no thread is created
 //!    after `stop` began, and `stop` waits for every live thread (`Shared::live`).
 
-use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::worker::WorkerStats;
 use super::Shared;
+use crate::kfile::ThreadSchedstat;
 use crate::policy::elastic::ElasticConfig;
 use crate::sampler::clock_ns;
 use crate::sync::lock;
@@ -134,8 +134,7 @@ pub(crate) const SAMPLE_AFTER: std::time::Duration = std::time::Duration::from_s
 
 /// One worker thread's task meter (step 2).
 pub(crate) struct TaskMeter {
-    schedstat: Option<File>,
-    buf: Vec<u8>,
+    schedstat: ThreadSchedstat,
     count: u32,
     last_sample: Option<Instant>,
 }
@@ -151,27 +150,11 @@ impl TaskMeter {
     /// Opens the calling thread's schedstat (none when the kernel lacks `CONFIG_SCHED_INFO`:
     /// run-queue wait then counts as blocked time, and the CPU policy alone limits the pool).
     pub(crate) fn for_current_thread() -> Self {
-        TaskMeter {
-            schedstat: File::open("/proc/thread-self/schedstat").ok(),
-            buf: Vec::new(),
-            count: 0,
-            last_sample: None,
-        }
+        TaskMeter { schedstat: ThreadSchedstat::for_current_thread(), count: 0, last_sample: None }
     }
 
     fn runq_ns(&mut self) -> u64 {
-        let Some(file) = &self.schedstat else { return 0 };
-        match crate::kfile::read_at_zero(file, &mut self.buf)
-            .ok()
-            .and_then(|()| std::str::from_utf8(&self.buf).ok())
-            .and_then(|text| crate::procfs::schedstat::parse_task(text).ok())
-        {
-            Some(stat) => stat.run_delay_ns,
-            None => {
-                self.schedstat = None; // unreadable once, unreadable for good: stop paying for it
-                0
-            }
-        }
+        self.schedstat.run_delay_ns().unwrap_or(0)
     }
 
     /// Starts a task: a `Mark` if this one is sampled.

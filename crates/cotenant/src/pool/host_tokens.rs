@@ -24,13 +24,13 @@
 //!
 //! [`Builder::host_tokens`]: super::Builder::host_tokens
 
-use std::cell::{Cell, OnceCell};
-use std::fs::File;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::worker::WorkerStats;
+use crate::kfile::ThreadSchedstat;
 use crate::tokens::{Acquired, HostTokens};
 
 /// The default wait for a token before a task runs without one.
@@ -83,8 +83,10 @@ pub(crate) struct Held<'a> {
 impl<'a> Held<'a> {
     /// A token just taken by the worker whose counters are `stats`.
     fn new(tokens: &'a PoolTokens, stats: &'a WorkerStats) -> Self {
-        if let Some(wait) = own_run_delay() {
-            stats.token_wait_since.store(wait.saturating_add(1), Ordering::Release);
+        match own_run_delay() {
+            Some(wait) => stats.token_wait_since.store(wait.saturating_add(1), Ordering::Release),
+            // The controller then has no holders' wait for this pool (`WorkerStats::token_wait_ns`).
+            None => stats.token_wait_unknown.store(true, Ordering::Relaxed),
         }
         Held { tokens, stats, lease: None }
     }
@@ -96,8 +98,8 @@ impl Drop for Held<'_> {
         if since != 0 {
             let held = super::worker::holding_wait(0, since, own_run_delay().unwrap_or(since - 1));
             // `since` cleared before the total grows, and read after it
-            // (`WorkerStats::token_wait_ns`): a reader in between misses this hold for one
-            // period, and none counts it twice.
+            // (`WorkerStats::token_wait_ns`): one reading never counts the hold twice; one in
+            // between sees less than the last one did (the controller keeps the larger).
             self.stats.token_wait_since.store(0, Ordering::Release);
             self.stats.token_wait_total.fetch_add(held, Ordering::Release);
         }
@@ -114,23 +116,17 @@ impl Drop for Held<'_> {
 }
 
 thread_local! {
-    /// This thread's `/proc/thread-self/schedstat`, opened at its first token (`None`: the
-    /// kernel does not report it).
-    static SCHEDSTAT: OnceCell<Option<File>> = const { OnceCell::new() };
+    /// This thread's schedstat, opened at its first token.
+    static SCHEDSTAT: RefCell<Option<ThreadSchedstat>> = const { RefCell::new(None) };
     /// The CPU this worker pinned itself to for the lease it holds, and the mask it had before
     /// (given back when the lease goes); `None`: not pinned.
     static PINNED: Cell<Option<(u32, libc::cpu_set_t)>> = const { Cell::new(None) };
 }
 
-/// The calling thread's run-queue wait so far (schedstat's second field), or `None` when the
-/// kernel does not report it.
+/// The calling thread's run-queue wait so far, or `None` when the kernel does not report it.
 fn own_run_delay() -> Option<u64> {
-    SCHEDSTAT.with(|file| {
-        let file = file.get_or_init(|| File::open("/proc/thread-self/schedstat").ok()).as_ref()?;
-        let mut buf = Vec::with_capacity(64);
-        crate::kfile::read_at_zero(file, &mut buf).ok()?;
-        let text = std::str::from_utf8(&buf).ok()?;
-        crate::procfs::schedstat::parse_task(text).ok().map(|stat| stat.run_delay_ns)
+    SCHEDSTAT.with_borrow_mut(|schedstat| {
+        schedstat.get_or_insert_with(ThreadSchedstat::for_current_thread).run_delay_ns()
     })
 }
 
@@ -306,7 +302,7 @@ mod tests {
         );
         assert_eq!(
             stats.token_wait_ns(since - 1 + 7_000),
-            7_000,
+            Some(7_000),
             "a hold in progress counts what grew since"
         );
         drop(held);
@@ -314,6 +310,16 @@ mod tests {
         assert_eq!(stats.token_wait_since.load(Ordering::Acquire), 0, "no hold in progress");
         let total = stats.token_wait_total.load(Ordering::Acquire);
         assert!(total <= after - before, "{total} ns while holding, of {} ns in all", after - before);
-        assert_eq!(stats.token_wait_ns(after + 1_000_000), total, "without a hold, later waits do not count");
+        assert_eq!(
+            stats.token_wait_ns(after + 1_000_000),
+            Some(total),
+            "without a hold, later waits do not count"
+        );
+        // A hold that began at no wait at all: giving the token back adds the whole wait so far.
+        let Take::Held(held) = tokens.take(&stats, || false) else { panic!("the token did not come back") };
+        stats.token_wait_since.store(1, Ordering::Release);
+        drop(held);
+        let added = stats.token_wait_total.load(Ordering::Acquire) - total;
+        assert!(added >= before, "the give-back added {added} ns, the thread had waited {before} ns before");
     }
 }

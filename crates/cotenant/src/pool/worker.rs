@@ -55,6 +55,8 @@ pub(crate) struct WorkerStats {
     /// this wait as contention (`control.rs`).
     pub(crate) token_wait_since: std::sync::atomic::AtomicU64,
     pub(crate) token_wait_total: std::sync::atomic::AtomicU64,
+    /// The worker could not read its own schedstat when it took a token.
+    pub(crate) token_wait_unknown: std::sync::atomic::AtomicBool,
     /// Elastic pools: whether a thread runs in this slot (set by whoever starts it, cleared by
     /// the thread as it exits), and the slot's per-task counters (`elastic.rs`).
     pub(crate) occupied: std::sync::atomic::AtomicBool,
@@ -77,14 +79,19 @@ impl WorkerStats {
     }
 
     /// The run-queue wait this worker accumulated while holding host tokens, given its total
-    /// run-queue wait `run_delay_ns` read now (see `holding_wait`).
+    /// run-queue wait `run_delay_ns` read now (see `holding_wait`); `None` when the worker
+    /// could not read its own wait.
     #[cfg(not(loom))]
-    pub(crate) fn token_wait_ns(&self, run_delay_ns: u64) -> u64 {
+    pub(crate) fn token_wait_ns(&self, run_delay_ns: u64) -> Option<u64> {
         use std::sync::atomic::Ordering::Acquire;
+        if self.token_wait_unknown.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
         // The total first (the worker clears `since` before it adds to the total): a hold that
-        // ends between the two loads is counted in neither, never twice; the next reading has it.
+        // ends between the two loads is counted in neither, never twice. That reading is lower
+        // than one taken during the hold; the controller keeps each worker's largest.
         let total = self.token_wait_total.load(Acquire);
-        holding_wait(total, self.token_wait_since.load(Acquire), run_delay_ns)
+        Some(holding_wait(total, self.token_wait_since.load(Acquire), run_delay_ns))
     }
 
     /// Whether the worker is in a busy stretch (running tasks back to back) now.
