@@ -685,16 +685,15 @@ mod tests {
             return; // a kernel without schedstat: the wait is estimated otherwise
         }
         let name = format!("cotenant-test-control-holders-{}", std::process::id());
-        /// Removes the set and the recording however the test ends.
-        struct Cleanup(String, std::path::PathBuf);
-        impl Drop for Cleanup {
+        /// Removes the recording however the test ends.
+        struct RemoveFile(std::path::PathBuf);
+        impl Drop for RemoveFile {
             fn drop(&mut self) {
-                let _ = crate::tokens::HostTokens::remove_named(&self.0);
-                let _ = std::fs::remove_file(&self.1);
+                let _ = std::fs::remove_file(&self.0);
             }
         }
         let path = std::env::temp_dir().join(format!("{name}.jsonl"));
-        let _cleanup = Cleanup(name.clone(), path.clone());
+        let _cleanup = (crate::tokens::RemoveNamed(name.clone()), RemoveFile(path.clone()));
         let set = Arc::new(crate::tokens::HostTokens::open(&name, 2).unwrap());
         // A fixed policy: the process's controller leaves the pool alone (it would count
         // fallback periods of its own); the entry below gets the adaptive policies.

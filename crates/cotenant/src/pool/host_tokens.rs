@@ -276,15 +276,7 @@ impl PoolTokens {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Removes this user's set `name` when dropped (an assertion failing first included).
-    struct RemoveNamed(String);
-
-    impl Drop for RemoveNamed {
-        fn drop(&mut self) {
-            let _ = HostTokens::remove_named(&self.0);
-        }
-    }
+    use crate::tokens::RemoveNamed;
 
     #[test]
     fn a_holder_notes_its_run_queue_wait_from_taking_the_token_to_giving_it_back() {

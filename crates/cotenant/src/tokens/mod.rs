@@ -764,19 +764,22 @@ fn check_count(count: u32) -> Result<(), TokensError> {
     Ok(())
 }
 
+/// Tests' guard: removes this user's set `name` when dropped (an assertion failing first
+/// included).
+#[cfg(test)]
+pub(crate) struct RemoveNamed(pub(crate) String);
+
+#[cfg(test)]
+impl Drop for RemoveNamed {
+    fn drop(&mut self) {
+        let _ = HostTokens::remove_named(&self.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
-
-    /// Removes this user's set `name` when dropped (an assertion failing first included).
-    struct RemoveNamed(String);
-
-    impl Drop for RemoveNamed {
-        fn drop(&mut self) {
-            let _ = HostTokens::remove_named(&self.0);
-        }
-    }
 
     #[test]
     fn a_set_without_leases_from_an_older_cotenant_still_hands_out_tokens() {
