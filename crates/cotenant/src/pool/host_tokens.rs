@@ -153,7 +153,8 @@ impl PoolTokens {
     pub(crate) fn take<'a>(&'a self, stats: &'a WorkerStats, cancelling: impl Fn() -> bool) -> Take<'a> {
         match self.set.acquire_or_cancel(self.wait, CANCEL_CHECK, &cancelling) {
             Ok(Acquired::Token) if cancelling() => {
-                drop(Held::new(self, stats));
+                // Given back at once, without a hold to measure.
+                drop(Held { tokens: self, stats, lease: None });
                 Take::Cancelled
             }
             Ok(Acquired::Token) => {
