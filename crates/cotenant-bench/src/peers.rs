@@ -31,6 +31,12 @@ pub enum PeerKind {
     /// cotenant's pool with `Policy::adaptive()` and n threads
     #[value(name = "cotenant-adaptive")]
     CotenantAdaptive,
+    /// the adaptive pool sharing host CPU tokens (a private set of n tokens), with CPU leases
+    #[value(name = "cotenant-tokens")]
+    CotenantTokens,
+    /// the same without CPU leases (`host_tokens_leases(false)`)
+    #[value(name = "cotenant-tokens-noleases")]
+    CotenantTokensNoLeases,
     /// a rayon `ThreadPool` of n threads, `spawn` (joined through a channel)
     #[value(name = "rayon")]
     Rayon,
@@ -50,9 +56,11 @@ pub enum PeerKind {
 
 impl PeerKind {
     /// Every peer, in the order of a full run.
-    pub const ALL: [PeerKind; 7] = [
+    pub const ALL: [PeerKind; 9] = [
         PeerKind::CotenantFixed,
         PeerKind::CotenantAdaptive,
+        PeerKind::CotenantTokens,
+        PeerKind::CotenantTokensNoLeases,
         PeerKind::Rayon,
         PeerKind::Crossbeam,
         PeerKind::Threadpool,
@@ -65,6 +73,8 @@ impl PeerKind {
         match self {
             PeerKind::CotenantFixed => "cotenant-fixed",
             PeerKind::CotenantAdaptive => "cotenant-adaptive",
+            PeerKind::CotenantTokens => "cotenant-tokens",
+            PeerKind::CotenantTokensNoLeases => "cotenant-tokens-noleases",
             PeerKind::Rayon => "rayon",
             PeerKind::Crossbeam => "crossbeam",
             PeerKind::Threadpool => "threadpool",
@@ -109,17 +119,37 @@ pub struct CotenantPeer {
     pool: cotenant::Pool,
 }
 
+/// How a cotenant peer takes host CPU tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tokens {
+    /// No tokens.
+    None,
+    /// A private set of one token per thread (nobody else takes them: the cost of the
+    /// mechanism, not of waiting), with or without CPU leases.
+    Private {
+        /// `Builder::host_tokens_leases`.
+        leases: bool,
+    },
+}
+
 impl CotenantPeer {
-    /// A pool of `threads` threads run by `policy`.
-    pub fn new(policy: cotenant::Policy, threads: usize) -> Result<Self, String> {
-        let pool = cotenant::Pool::builder()
+    /// A pool of `threads` threads run by `policy`, taking host CPU tokens as `tokens` says.
+    pub fn new(policy: cotenant::Policy, threads: usize, tokens: Tokens) -> Result<Self, String> {
+        let mut builder = cotenant::Pool::builder()
             .policy(policy)
             .threads(threads)
             .queue_capacity(QUEUE_CAPACITY)
             .on_full(cotenant::Full::Block)
-            .name("bench")
-            .build()
-            .map_err(|e| format!("cotenant pool: {e}"))?;
+            .name("bench");
+        if let Tokens::Private { leases } = tokens {
+            let count =
+                u32::try_from(threads).map_err(|_| format!("{threads} threads: too many for a token set"))?;
+            // Private: removed when the pool drops its last reference, on every exit path.
+            let set =
+                cotenant::tokens::HostTokens::private(count).map_err(|e| format!("host tokens: {e}"))?;
+            builder = builder.host_tokens(Arc::new(set)).host_tokens_leases(leases);
+        }
+        let pool = builder.build().map_err(|e| format!("cotenant pool: {e}"))?;
         Ok(Self { pool })
     }
 }

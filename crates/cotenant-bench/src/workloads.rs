@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::peers::{CotenantPeer, CrossbeamPeer, Peer, PeerKind, RayonPeer, ThreadpoolPeer, TokioPeer};
+use crate::peers::{
+    CotenantPeer, CrossbeamPeer, Peer, PeerKind, RayonPeer, ThreadpoolPeer, Tokens, TokioPeer,
+};
 use crate::reference;
 use crate::report::Better;
 
@@ -130,10 +132,20 @@ pub fn rotation(len: usize, round: usize) -> impl Iterator<Item = usize> {
 fn measure(peer: PeerKind, workload: Workload, config: &Config) -> Result<f64, String> {
     let n = config.threads;
     match peer {
-        PeerKind::CotenantFixed => workload.run(CotenantPeer::new(cotenant::Policy::fixed(n), n)?, config),
-        PeerKind::CotenantAdaptive => {
-            workload.run(CotenantPeer::new(cotenant::Policy::adaptive(), n)?, config)
+        PeerKind::CotenantFixed => {
+            workload.run(CotenantPeer::new(cotenant::Policy::fixed(n), n, Tokens::None)?, config)
         }
+        PeerKind::CotenantAdaptive => {
+            workload.run(CotenantPeer::new(cotenant::Policy::adaptive(), n, Tokens::None)?, config)
+        }
+        PeerKind::CotenantTokens => workload.run(
+            CotenantPeer::new(cotenant::Policy::adaptive(), n, Tokens::Private { leases: true })?,
+            config,
+        ),
+        PeerKind::CotenantTokensNoLeases => workload.run(
+            CotenantPeer::new(cotenant::Policy::adaptive(), n, Tokens::Private { leases: false })?,
+            config,
+        ),
         PeerKind::Rayon => workload.run(RayonPeer::new(n)?, config),
         PeerKind::Crossbeam => workload.run(CrossbeamPeer::new(n)?, config),
         PeerKind::Threadpool => workload.run(ThreadpoolPeer::new(n), config),

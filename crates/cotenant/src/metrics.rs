@@ -46,6 +46,11 @@ pub struct Metrics {
     /// Counter: tasks run without a host CPU token because none came within the wait limit
     /// (a pool built with [`host_tokens`](crate::Builder::host_tokens); `crate::tokens`).
     pub token_timeouts: u64,
+    /// Counter: host CPU tokens the workers took. A worker keeps its token for the next task
+    /// when it has one to run at once and no worker of any pool sharing the tokens waits for
+    /// one, so this is at most the tasks run with a token; far fewer on a busy pool nobody
+    /// competes with.
+    pub token_takes: u64,
     /// Counter: host-token operations that failed (the set was removed, say; the tasks then
     /// run without a token), CPU leases and pinning to them included (the task then runs
     /// unpinned).
@@ -123,7 +128,7 @@ impl Metrics {
     /// The metrics in the Prometheus text exposition format, labelled `pool="<pool>"`.
     pub fn to_prometheus(&self, pool: &str) -> String {
         let label = pool.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-        let rows: [(&str, &str, &str, u64); 15] = [
+        let rows: [(&str, &str, &str, u64); 16] = [
             ("threads", "gauge", "OS threads the pool started", self.threads as u64),
             ("target", "gauge", "workers allowed to run", self.target as u64),
             ("running", "gauge", "workers running tasks", self.running as u64),
@@ -141,6 +146,12 @@ impl Metrics {
                 "counter",
                 "tasks run without a host CPU token (none came in time)",
                 self.token_timeouts,
+            ),
+            (
+                "token_takes_total",
+                "counter",
+                "host CPU tokens taken (one may serve several tasks)",
+                self.token_takes,
             ),
             ("token_errors_total", "counter", "host CPU token operations that failed", self.token_errors),
             (

@@ -57,6 +57,72 @@ fn pools_sharing_tokens_never_run_more_tasks_at_once_than_tokens() {
     assert_eq!(tokens.available().unwrap(), 2, "every token is back");
 }
 
+/// A one-worker pool sharing `tokens`, waiting for one for at most a minute, whose first task
+/// blocks until the returned sender sends (or is dropped), so that the tests can queue tasks
+/// behind it and line up waiters.
+fn pool_behind_a_gate(tokens: &Arc<HostTokens>) -> (Pool, cotenant::Task<()>, std::sync::mpsc::Sender<()>) {
+    let pool = Pool::builder()
+        .policy(Policy::fixed(1))
+        .threads(1)
+        .host_tokens(tokens.clone())
+        .host_tokens_wait(std::time::Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let (open, gate) = std::sync::mpsc::channel::<()>();
+    let first = pool.spawn(move || {
+        let _ = gate.recv();
+    });
+    (pool, first, open)
+}
+
+#[test]
+fn a_worker_keeps_its_token_for_the_tasks_it_runs_back_to_back_while_nobody_waits() {
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    let (pool, first, open) = pool_behind_a_gate(&tokens);
+    until("the first task holds the token", || tokens.available().unwrap() == 0);
+    let queued: Vec<_> = (0..20).map(|i| pool.spawn(move || i)).collect();
+    drop(open);
+    first.join().unwrap();
+    let results: Vec<i32> = queued.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(results, (0..20).collect::<Vec<_>>());
+    let metrics = pool.metrics();
+    assert_eq!(metrics.token_takes, 1, "one token for 21 tasks in a row: {metrics:?}");
+    assert_eq!(metrics.token_timeouts + metrics.token_errors, 0, "{metrics}");
+    // The queue ran dry after the last task: the token went back.
+    until("the token is back", || tokens.available().unwrap() == 1);
+    pool.shutdown();
+}
+
+#[test]
+fn a_worker_gives_its_token_back_after_a_task_when_another_worker_waits() {
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    let (first_pool, first, open) = pool_behind_a_gate(&tokens);
+    until("the first task holds the token", || tokens.available().unwrap() == 0);
+    let queued: Vec<_> = (0..5).map(|i| first_pool.spawn(move || i)).collect();
+    let other_pool = Pool::builder()
+        .policy(Policy::fixed(1))
+        .threads(1)
+        .host_tokens(tokens.clone())
+        .host_tokens_wait(std::time::Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let other = other_pool.spawn(|| 99);
+    until("the other pool's worker waits for the token", || tokens.waiting().unwrap() == 1);
+    drop(open);
+    first.join().unwrap();
+    assert_eq!(other.join().unwrap(), 99);
+    let results: Vec<i32> = queued.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(results, (0..5).collect::<Vec<_>>());
+    let (mine, theirs) = (first_pool.metrics(), other_pool.metrics());
+    // Given back after the first task for the waiter (and taken again at least once after).
+    assert!(mine.token_takes >= 2, "the waiter was passed over: {mine:?}");
+    assert_eq!(theirs.token_takes, 1, "{theirs:?}");
+    assert_eq!(mine.token_timeouts + theirs.token_timeouts, 0, "{mine}; {theirs}");
+    first_pool.shutdown();
+    other_pool.shutdown();
+    assert_eq!(tokens.available().unwrap(), 1, "every token is back");
+}
+
 #[test]
 fn a_pool_whose_tokens_are_all_held_elsewhere_still_runs_its_tasks() {
     // Every token held by someone who never gives it back (a blocked holder): the pool waits

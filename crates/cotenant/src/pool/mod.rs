@@ -955,6 +955,8 @@ impl Shared {
             #[cfg(not(loom))]
             token_timeouts: shared.host_tokens.as_ref().map_or(0, |t| t.timeouts.load(Ordering::Relaxed)),
             #[cfg(not(loom))]
+            token_takes: shared.host_tokens.as_ref().map_or(0, |t| t.taken.load(Ordering::Relaxed)),
+            #[cfg(not(loom))]
             token_errors: shared.host_tokens.as_ref().map_or(0, |t| t.errors.load(Ordering::Relaxed)),
             #[cfg(not(loom))]
             token_fallback_periods: shared
@@ -965,6 +967,8 @@ impl Shared {
             token_timeouts: 0,
             #[cfg(loom)]
             token_fallback_periods: 0,
+            #[cfg(loom)]
+            token_takes: 0,
             #[cfg(loom)]
             token_errors: 0,
             #[cfg(not(loom))]

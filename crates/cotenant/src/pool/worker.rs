@@ -213,6 +213,10 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         super::budget::enter(budget.clone());
     }
     let mut last_borrow_check = Instant::now();
+    // A host token kept from the task before for the next one (`host_tokens.rs`, "Kept"):
+    // only ever carried to a pop that follows at once; every other path gives it back first.
+    #[cfg(not(loom))]
+    let mut kept: Option<super::host_tokens::Held<'_>> = None;
     loop {
         let borrowed = stats.borrowed.load(Ordering::SeqCst);
         if borrowed && index < shared.sleep.target() {
@@ -224,6 +228,8 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             if let Some(job) = shared.queue.pop() {
                 shared.after_pop();
                 if shared.is_cancelling() {
+                    #[cfg(not(loom))]
+                    drop(kept.take());
                     cancel(job, stats);
                     continue;
                 }
@@ -235,26 +241,40 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                     continue;
                 }
                 // A pool sharing the host's CPU tokens runs a task only while holding one
-                // (`host_tokens.rs`); it is given back when `token` drops, after the task.
+                // (`host_tokens.rs`): kept from the task before, or taken now.
                 #[cfg(not(loom))]
-                let token =
-                    match shared.host_tokens.as_ref().map(|t| t.take(stats, || shared.is_cancelling())) {
-                        Some(super::host_tokens::Take::Cancelled) => {
-                            cancel(job, stats);
-                            continue;
+                let token = match kept.take() {
+                    Some(held) => Some(held),
+                    None => {
+                        match shared.host_tokens.as_ref().map(|t| t.take(stats, || shared.is_cancelling())) {
+                            Some(super::host_tokens::Take::Cancelled) => {
+                                cancel(job, stats);
+                                continue;
+                            }
+                            Some(super::host_tokens::Take::Held(held)) => Some(held),
+                            Some(super::host_tokens::Take::Without) | None => None,
                         }
-                        Some(super::host_tokens::Take::Held(held)) => Some(held),
-                        Some(super::host_tokens::Take::Without) | None => None,
-                    };
+                    }
+                };
                 stats.mark_busy(shared.epoch);
                 #[cfg(not(loom))]
                 let mark = meter.as_mut().and_then(|meter| meter.start());
                 if guarded(move || job.run() == Outcome::Panicked) {
                     stats.panicked.fetch_add(1, Ordering::Relaxed);
                 }
-                // Given back after every task, so that a waiting worker of any pool gets it next.
+                // Given back after the task, so that a waiting worker of any pool gets it next,
+                // unless nobody waits and this worker has another task to run at once: then
+                // it keeps the token (and its CPU lease) for that task.
                 #[cfg(not(loom))]
-                drop(token);
+                {
+                    kept = token.filter(|held| {
+                        !borrowed
+                            && index < shared.sleep.target()
+                            && !shared.queue.is_empty()
+                            && !shared.is_cancelling()
+                            && held.nobody_waits()
+                    });
+                }
                 #[cfg(not(loom))]
                 if let Some(meter) = meter.as_mut() {
                     meter.finish(mark, stats);
@@ -278,6 +298,9 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 }
                 continue;
             }
+            // The queue ran dry under us (another worker took the task): no token while idle.
+            #[cfg(not(loom))]
+            drop(kept.take());
             stats.mark_idle(shared.epoch);
             #[cfg(not(loom))]
             if budgeted {
@@ -301,6 +324,9 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 continue;
             }
         } else {
+            // The target fell below us since the task the token was kept for.
+            #[cfg(not(loom))]
+            drop(kept.take());
             stats.mark_idle(shared.epoch);
             #[cfg(not(loom))]
             if budgeted {
