@@ -958,7 +958,9 @@ impl Sim {
         proc.completed += 1;
         proc.last_end = now;
         self.outstanding -= 1;
-        // The token goes back after every task, so that a waiter gets it first (FIFO).
+        // The token goes back after every task, so that a waiter gets it first (FIFO); with no
+        // waiter, `claim` takes it again at once, which is what the library's worker keeping
+        // its token for the next task amounts to here (system calls cost nothing in the model).
         let handed = self.release_token(thread);
         // The busy stretch ends here; `claim` starts another at once if it takes a task.
         self.processes[p].holding.change(now, false);

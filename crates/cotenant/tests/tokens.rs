@@ -61,13 +61,7 @@ fn pools_sharing_tokens_never_run_more_tasks_at_once_than_tokens() {
 /// blocks until the returned sender sends (or is dropped), so that the tests can queue tasks
 /// behind it and line up waiters.
 fn pool_behind_a_gate(tokens: &Arc<HostTokens>) -> (Pool, cotenant::Task<()>, std::sync::mpsc::Sender<()>) {
-    let pool = Pool::builder()
-        .policy(Policy::fixed(1))
-        .threads(1)
-        .host_tokens(tokens.clone())
-        .host_tokens_wait(std::time::Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let pool = one_worker_sharing(tokens, std::time::Duration::from_secs(60));
     let (open, gate) = std::sync::mpsc::channel::<()>();
     let first = pool.spawn(move || {
         let _ = gate.recv();
@@ -96,16 +90,12 @@ fn a_worker_keeps_its_token_for_the_tasks_it_runs_back_to_back_while_nobody_wait
 #[test]
 fn a_worker_gives_its_token_back_after_a_task_when_another_worker_waits() {
     let tokens = Arc::new(HostTokens::private(1).unwrap());
+    // Built before the gated pool, so dropped after it: if an assertion fails, the gate opens
+    // first and this pool's worker gets the token instead of waiting out its limit.
+    let other_pool = one_worker_sharing(&tokens, std::time::Duration::from_secs(60));
     let (first_pool, first, open) = pool_behind_a_gate(&tokens);
     until("the first task holds the token", || tokens.available().unwrap() == 0);
     let queued: Vec<_> = (0..5).map(|i| first_pool.spawn(move || i)).collect();
-    let other_pool = Pool::builder()
-        .policy(Policy::fixed(1))
-        .threads(1)
-        .host_tokens(tokens.clone())
-        .host_tokens_wait(std::time::Duration::from_secs(60))
-        .build()
-        .unwrap();
     let other = other_pool.spawn(|| 99);
     until("the other pool's worker waits for the token", || tokens.waiting().unwrap() == 1);
     drop(open);
@@ -246,14 +236,19 @@ fn host_tokens_refuse_a_cpu_budget_and_a_zero_wait() {
 fn token_held_elsewhere(wait: std::time::Duration) -> (Arc<HostTokens>, Pool) {
     let tokens = Arc::new(HostTokens::private(1).unwrap());
     assert!(tokens.acquire(std::time::Duration::ZERO).unwrap());
-    let pool = Pool::builder()
+    let pool = one_worker_sharing(&tokens, wait);
+    (tokens, pool)
+}
+
+/// A one-worker pool sharing `tokens`, waiting for one for at most `wait`.
+fn one_worker_sharing(tokens: &Arc<HostTokens>, wait: std::time::Duration) -> Pool {
+    Pool::builder()
         .policy(Policy::fixed(1))
         .threads(1)
         .host_tokens(tokens.clone())
         .host_tokens_wait(wait)
         .build()
-        .unwrap();
-    (tokens, pool)
+        .unwrap()
 }
 
 #[test]

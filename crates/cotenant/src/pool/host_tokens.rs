@@ -1,19 +1,19 @@
 //! A pool's side of the host CPU tokens ([`crate::tokens`], [`Builder::host_tokens`]): a
-//! worker takes a token after popping a task and gives it back when the task ends (a guard, so
-//! that no path can keep it by mistake). A token that does not come within the wait limit is skipped and
-//! counted (its holders may be blocked, or the host busier than the limit allows); a set that
-//! fails (removed) is skipped, counted and logged once per pool. A `shutdown_now` while a
-//! worker waits cancels its task: the wait checks for it every 50 ms, keeping its place in the
-//! queue of waiters.
+//! worker takes a token after popping a task and gives it back when the task ends, unless it
+//! keeps it for its next task ("Kept" below; a guard, so that no path can keep it by mistake).
+//! A token that does not come within the wait limit is skipped and counted (its holders may be
+//! blocked, or the host busier than the limit allows); a set that fails (removed) is skipped,
+//! counted and logged once per pool. A `shutdown_now` while a worker waits cancels its task:
+//! the wait checks for it every 50 ms, keeping its place in the queue of waiters.
 //!
 //! With a token, a worker also takes the lease of one CPU it may run on (the one it runs on
-//! when that is free) and pins itself there for the task (`crate::tokens`, "CPU leases"):
-//! holders with a lease then never share a CPU while another idles. It is pinned only while it holds the
-//! lease: a worker that waits (for a token, or for work) must be free to wake on whichever CPU
-//! is idle, or a token freed on one CPU waits for a busy other one (seen in a traced run: woken
-//! waiters queued behind the holder of their old CPU while the freed one idled). That costs two
-//! `sched_setaffinity` calls per task, a few microseconds. A pool whose workers are pinned for
-//! good (`Builder::pin_workers`) takes no leases.
+//! when that is free) and pins itself there while it holds the token (`crate::tokens`, "CPU
+//! leases"): holders with a lease then never share a CPU while another idles. It is pinned only
+//! while it holds the lease: a worker that waits (for a token, or for work) must be free to
+//! wake on whichever CPU is idle, or a token freed on one CPU waits for a busy other one (seen
+//! in a traced run: woken waiters queued behind the holder of their old CPU while the freed one
+//! idled). That costs two `sched_setaffinity` calls per token taken, a few microseconds. A pool
+//! whose workers are pinned for good (`Builder::pin_workers`) takes no leases.
 //!
 //! A holder also notes its run-queue wait (its own schedstat, one `pread`) when it takes a
 //! token and when it gives it back: while the tokens are shared, the controller counts only
@@ -24,10 +24,12 @@
 //!
 //! **Kept.** A worker that ends a task with another queued for it, while no worker of any pool
 //! sharing the set waits for a token, keeps its token (and lease) for that task instead of
-//! giving it back and taking it again (`Held::nobody_waits`, two `semctl`s against eight system
-//! calls). A waiter still gets the token when the task in progress ends, as before; only a busy
-//! pool nobody competes with stops paying per task (`RESULTS.md`, "What a host token costs per
-//! task": tiny tasks ran 5.4x faster).
+//! giving it back and taking it again (`Held::nobody_waits`, two `semctl`s against about ten
+//! system calls with a lease). A waiter still gets the token when the task in progress ends, as
+//! before; only a busy pool nobody competes with stops paying per task (`RESULTS.md`, "What a
+//! host token costs per task": tiny tasks back to back ran 5.5x faster with leases, 2.7x
+//! without). A task that changes its own thread's CPU mask passes it to the next task on a kept
+//! token; a give-back restores the mask the worker had before its lease.
 //!
 //! [`Builder::host_tokens`]: super::Builder::host_tokens
 
@@ -80,9 +82,9 @@ pub(crate) enum Take<'a> {
     Cancelled,
 }
 
-/// A token held for one task, with the lease of the CPU the worker runs on if it got one;
-/// dropping it gives both back, the lease first, and adds the worker's run-queue wait while
-/// it held the token to its `token_wait_total`.
+/// A token held for one task, or for several back to back ("Kept" above), with the lease of
+/// the CPU the worker runs on if it got one; dropping it gives both back, the lease first, and
+/// adds the worker's run-queue wait while it held the token to its `token_wait_total`.
 pub(crate) struct Held<'a> {
     tokens: &'a PoolTokens,
     stats: &'a WorkerStats,
@@ -104,7 +106,7 @@ impl<'a> Held<'a> {
 impl Held<'_> {
     /// Whether no worker of any pool sharing the set waits for a token (two `semctl`s): then a
     /// worker with another task to run at once keeps this token, and its lease, for it,
-    /// instead of giving both back and taking them again (eight system calls with a lease).
+    /// instead of giving both back and taking them again (about ten system calls with a lease).
     /// A worker that waits before the check gets the token when this task ends, as without
     /// keeping; only one that starts waiting in the instant between the check and the next
     /// task's start gets it a task later than it would have.

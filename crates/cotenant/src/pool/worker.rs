@@ -4,7 +4,8 @@
 //!    it had, then sleeps (step S of `pool/README.md`), costing no CPU until the target rises.
 //!    In an elastic pool it exits instead (retires, `elastic.rs`), and tasks are measured.
 //! 2. An allowed worker pops a task and runs it; a panic is caught inside the job (the worker
-//!    survives) and counted here.
+//!    survives) and counted here. A pool sharing host CPU tokens runs it holding one, kept for
+//!    the next task only while that follows at once and nobody waits (`host_tokens.rs`).
 //! 3. Finding the queue empty, it spins with back-off for a few microseconds (seed 004: bounded
 //!    spinning only), then sleeps until a submit or a target change wakes it.
 //! 4. A worker at or above the target that a submit woke as a borrower (`borrow.rs`) runs

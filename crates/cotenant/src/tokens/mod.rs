@@ -1,6 +1,7 @@
 //! Host CPU tokens: one per CPU, shared by every cotenant pool on the host that opts in
 //! ([`Builder::host_tokens`](crate::Builder::host_tokens)); a worker holds one while it runs a
-//! task and hands it back after. Cooperating pools then never run more tasks at once than the
+//! task and hands it back after (or keeps it for its next task while nobody waits for one).
+//! Cooperating pools then never run more tasks at once than the
 //! host has CPUs, and no pool has to guess its neighbours' demand from last period's counters:
 //! a token freed by one process wakes a worker of whichever process waits for one, at the
 //! instant it is freed. This is GNU make's jobserver applied to CPU-bound
@@ -14,7 +15,7 @@
 //! share tokens unless the containers share it (`docker --ipc`, a pod's containers do).
 //!
 //! The hand-over (who gets a freed token, and how the waiter wakes) goes through a pipe
-//! ([`wakeup`]): the semaphore's own wait wakes its waiter in a way that leaves a CPU idle on a
+//! (`wakeup.rs`): the semaphore's own wait wakes its waiter in a way that leaves a CPU idle on a
 //! busy host, the pipe's does not. The protocol, in the set's semaphores:
 //! - take: one atomic `semop` that succeeds only if nobody waits and a token is free (a
 //!   newcomer does not go ahead of the waiters, except that a woken waiter that has not run
