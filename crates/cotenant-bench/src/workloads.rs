@@ -131,21 +131,19 @@ pub fn rotation(len: usize, round: usize) -> impl Iterator<Item = usize> {
 /// Builds `peer`'s pool and runs `workload` on it.
 fn measure(peer: PeerKind, workload: Workload, config: &Config) -> Result<f64, String> {
     let n = config.threads;
+    let cotenant_pool = |policy, tokens| CotenantPeer::new(policy, n, tokens);
+    let adaptive = cotenant::Policy::adaptive;
     match peer {
         PeerKind::CotenantFixed => {
-            workload.run(CotenantPeer::new(cotenant::Policy::fixed(n), n, Tokens::None)?, config)
+            workload.run(cotenant_pool(cotenant::Policy::fixed(n), Tokens::None)?, config)
         }
-        PeerKind::CotenantAdaptive => {
-            workload.run(CotenantPeer::new(cotenant::Policy::adaptive(), n, Tokens::None)?, config)
+        PeerKind::CotenantAdaptive => workload.run(cotenant_pool(adaptive(), Tokens::None)?, config),
+        PeerKind::CotenantTokens => {
+            workload.run(cotenant_pool(adaptive(), Tokens::Private { leases: true })?, config)
         }
-        PeerKind::CotenantTokens => workload.run(
-            CotenantPeer::new(cotenant::Policy::adaptive(), n, Tokens::Private { leases: true })?,
-            config,
-        ),
-        PeerKind::CotenantTokensNoLeases => workload.run(
-            CotenantPeer::new(cotenant::Policy::adaptive(), n, Tokens::Private { leases: false })?,
-            config,
-        ),
+        PeerKind::CotenantTokensNoLeases => {
+            workload.run(cotenant_pool(adaptive(), Tokens::Private { leases: false })?, config)
+        }
         PeerKind::Rayon => workload.run(RayonPeer::new(n)?, config),
         PeerKind::Crossbeam => workload.run(CrossbeamPeer::new(n)?, config),
         PeerKind::Threadpool => workload.run(ThreadpoolPeer::new(n), config),

@@ -101,9 +101,7 @@ impl<'a> Held<'a> {
         }
         Held { tokens, stats, lease: None }
     }
-}
 
-impl Held<'_> {
     /// Whether no worker of any pool sharing the set waits for a token (two `semctl`s): then a
     /// worker with another task to run at once keeps this token, and its lease, for it,
     /// instead of giving both back and taking them again (about ten system calls with a lease).
