@@ -472,6 +472,66 @@ fn a_set_holds_one_lease_per_cpu_each_for_one_holder_at_a_time() {
 }
 
 #[test]
+fn a_token_and_a_cpu_lease_are_taken_together_or_not_at_all() {
+    let tokens = HostTokens::private(1).unwrap();
+    if tokens.leases() == 0 {
+        eprintln!("skipped: this kernel's semaphore limits leave no room for CPU leases");
+        return;
+    }
+    let every_lease: Vec<u32> = (0..tokens.leases()).collect();
+    assert!(tokens.try_acquire_with_lease(0).unwrap());
+    assert_eq!(tokens.available().unwrap(), 0, "the token is taken");
+    assert!(!tokens.free_leases().unwrap().contains(&0), "and CPU 0's lease with it");
+    let last = tokens.leases() - 1;
+    if last > 0 {
+        assert!(!tokens.try_acquire_with_lease(last).unwrap(), "no token left");
+        assert!(tokens.free_leases().unwrap().contains(&last), "so no lease taken either");
+    }
+    tokens.release_with_lease(0).unwrap();
+    assert_eq!(tokens.available().unwrap(), 1, "the token is back");
+    assert_eq!(tokens.free_leases().unwrap(), every_lease, "and the lease");
+
+    assert!(tokens.try_lease(0).unwrap());
+    assert!(!tokens.try_acquire_with_lease(0).unwrap(), "the lease is held");
+    assert_eq!(tokens.available().unwrap(), 1, "so the token stays free");
+    tokens.give_back_lease(0).unwrap();
+    assert!(!tokens.try_acquire_with_lease(tokens.leases()).unwrap(), "no lease beyond the CPUs");
+    assert_eq!(tokens.available().unwrap(), 1);
+
+    // A lease given back that was not held: refused, and the token goes back all the same.
+    assert!(tokens.acquire(std::time::Duration::ZERO).unwrap());
+    let not_held = tokens.release_with_lease(0).unwrap_err().to_string();
+    assert!(not_held.contains("the lease of CPU 0 is not held"), "{not_held}");
+    assert_eq!(tokens.available().unwrap(), 1, "the token came back despite the error");
+    assert_eq!(tokens.free_leases().unwrap(), every_lease, "no lease freed twice");
+}
+
+#[test]
+fn giving_a_token_and_its_lease_back_wakes_a_waiter() {
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    if tokens.leases() == 0 {
+        eprintln!("skipped: this kernel's semaphore limits leave no room for CPU leases");
+        return;
+    }
+    assert!(tokens.try_acquire_with_lease(0).unwrap());
+    let limit = std::time::Duration::from_secs(20);
+    let waiter = {
+        let tokens = tokens.clone();
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            let got = tokens.acquire(limit).unwrap();
+            tokens.release().unwrap();
+            (got, start.elapsed())
+        })
+    };
+    until("the waiter waits", || tokens.waiting().unwrap() == 1);
+    tokens.release_with_lease(0).unwrap();
+    let (got, waited) = waiter.join().unwrap();
+    assert!(got && waited < limit, "woken with the token (after {waited:?}), not by the limit's last try");
+    assert_eq!(tokens.free_leases().unwrap().len() as u32, tokens.leases(), "the lease is back");
+}
+
+#[test]
 fn a_process_that_dies_holding_a_lease_gives_it_back() {
     let tokens = HostTokens::private(1).unwrap();
     if tokens.leases() == 0 {

@@ -12,8 +12,10 @@
 //! while it holds the lease: a worker that waits (for a token, or for work) must be free to
 //! wake on whichever CPU is idle, or a token freed on one CPU waits for a busy other one (seen
 //! in a traced run: woken waiters queued behind the holder of their old CPU while the freed one
-//! idled). That costs two `sched_setaffinity` calls per token taken, a few microseconds. A pool
-//! whose workers are pinned for good (`Builder::pin_workers`) takes no leases.
+//! idled). That costs two `sched_setaffinity` calls per token taken, about 1.4 µs here. A pool
+//! whose workers are pinned for good (`Builder::pin_workers`) takes no leases. The token and
+//! the lease of the worker's CPU are taken in one `semop` and given back in one while nobody
+//! waits (`HostTokens::try_acquire_with_lease`, `release_with_lease`).
 //!
 //! A holder also notes its run-queue wait (its own schedstat, one `pread`) when it takes a
 //! token and when it gives it back: while the tokens are shared, the controller counts only
@@ -24,7 +26,7 @@
 //!
 //! **Kept.** A worker that ends a task with another queued for it, while no worker of any pool
 //! sharing the set waits for a token, keeps its token (and lease) for that task instead of
-//! giving it back and taking it again (`Held::nobody_waits`, two `semctl`s against about ten
+//! giving it back and taking it again (`Held::nobody_waits`, two `semctl`s against about seven
 //! system calls with a lease). A waiter still gets the token when the task in progress ends, as
 //! before; only a busy pool nobody competes with stops paying per task (`RESULTS.md`, "What a
 //! host token costs per task": tiny tasks back to back ran 5.5x faster with leases, 2.7x
@@ -104,7 +106,7 @@ impl<'a> Held<'a> {
 
     /// Whether no worker of any pool sharing the set waits for a token (two `semctl`s): then a
     /// worker with another task to run at once keeps this token, and its lease, for it,
-    /// instead of giving both back and taking them again (about ten system calls with a lease).
+    /// instead of giving both back and taking them again (about seven system calls with a lease).
     /// A worker that waits before the check gets the token when this task ends, as without
     /// keeping; only one that starts waiting in the instant between the check and the next
     /// task's start gets it a task later than it would have.
@@ -125,13 +127,14 @@ impl Drop for Held<'_> {
             self.stats.token_wait_since.store(0, Ordering::Release);
             self.stats.token_wait_total.fetch_add(held, Ordering::Release);
         }
-        if let Some(cpu) = self.lease.take() {
-            self.tokens.unpin();
-            if let Err(e) = self.tokens.set.give_back_lease(cpu) {
-                self.tokens.failed(&e);
+        let given_back = match self.lease.take() {
+            Some(cpu) => {
+                self.tokens.unpin();
+                self.tokens.set.release_with_lease(cpu)
             }
-        }
-        if let Err(e) = self.tokens.set.release() {
+            None => self.tokens.set.release(),
+        };
+        if let Err(e) = given_back {
             self.tokens.failed(&e);
         }
     }
@@ -174,6 +177,28 @@ impl PoolTokens {
     /// `CANCEL_CHECK` without losing its place among the waiters.
     /// `stats`: the calling worker's counters.
     pub(crate) fn take<'a>(&'a self, stats: &'a WorkerStats, cancelling: impl Fn() -> bool) -> Take<'a> {
+        // First a token and the lease of the CPU the worker is on, in one system call.
+        if let Some(here) = self.current_cpu().filter(|&cpu| self.may_run_on(cpu)) {
+            match self.set.try_acquire_with_lease(here) {
+                Ok(true) if cancelling() => {
+                    drop(Held { tokens: self, stats, lease: Some(here) });
+                    return Take::Cancelled;
+                }
+                Ok(true) => {
+                    self.taken.fetch_add(1, Ordering::Relaxed);
+                    let mut held = Held::new(self, stats);
+                    held.lease = self.pin_to_lease(here);
+                    return Take::Held(held);
+                }
+                // Taken apart below: the lease of another CPU may be free, or a token may come.
+                Ok(false) => {}
+                Err(e) => {
+                    self.failed(&e);
+                    self.ran_without.fetch_add(1, Ordering::Relaxed);
+                    return Take::Without;
+                }
+            }
+        }
         match self.set.acquire_or_cancel(self.wait, CANCEL_CHECK, &cancelling) {
             Ok(Acquired::Token) if cancelling() => {
                 // Given back at once, without a hold to measure.
@@ -211,19 +236,7 @@ impl PoolTokens {
             return None;
         }
         match self.take_lease() {
-            Ok(Some(cpu)) => {
-                if let Err(e) = self.pin(cpu) {
-                    // The CPU left the process's set since the pool was built, say.
-                    self.failed_pin(&format!(
-                        "pinning a worker to CPU {cpu} failed ({e}); the task runs unpinned"
-                    ));
-                    if let Err(e) = self.set.give_back_lease(cpu) {
-                        self.failed(&e);
-                    }
-                    return None;
-                }
-                Some(cpu)
-            }
+            Ok(Some(cpu)) => self.pin_to_lease(cpu),
             Ok(None) => None,
             Err(e) => {
                 self.failed(&e);
@@ -232,9 +245,32 @@ impl PoolTokens {
         }
     }
 
-    fn take_lease(&self) -> Result<Option<u32>, crate::tokens::TokensError> {
+    /// Pins the worker to `cpu`, whose lease it just took: `Some(cpu)`, or `None` with the
+    /// lease given back if pinning failed.
+    fn pin_to_lease(&self, cpu: u32) -> Option<u32> {
+        if let Err(e) = self.pin(cpu) {
+            // The CPU left the process's set since the pool was built, say.
+            self.failed_pin(&format!("pinning a worker to CPU {cpu} failed ({e}); the task runs unpinned"));
+            if let Err(e) = self.set.give_back_lease(cpu) {
+                self.failed(&e);
+            }
+            return None;
+        }
+        Some(cpu)
+    }
+
+    /// The CPU the calling worker runs on, when leases are on and the kernel says (`None`
+    /// otherwise).
+    fn current_cpu(&self) -> Option<u32> {
+        if self.allowed.is_empty() {
+            return None;
+        }
         // SAFETY: sched_getcpu has no preconditions (-1 on failure).
-        let here = u32::try_from(unsafe { libc::sched_getcpu() }).ok();
+        u32::try_from(unsafe { libc::sched_getcpu() }).ok()
+    }
+
+    fn take_lease(&self) -> Result<Option<u32>, crate::tokens::TokensError> {
+        let here = self.current_cpu();
         if let Some(here) = here.filter(|&cpu| self.may_run_on(cpu)) {
             if self.set.try_lease(here)? {
                 return Ok(Some(here));

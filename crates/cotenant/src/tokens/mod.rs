@@ -393,6 +393,33 @@ impl HostTokens {
         self.try_semop([sembuf(num, -1, libc::IPC_NOWAIT | libc::SEM_UNDO)], "taking a CPU lease")
     }
 
+    /// A token and the lease of `cpu` in one atomic `semop`, without waiting: both, or
+    /// neither (`Ok(false)`: no token free, somebody waits for one, the lease is taken, or a
+    /// CPU the set has no lease for). What [`acquire`](Self::acquire) with a zero limit and then
+    /// [`try_lease`](Self::try_lease) do, in one system call instead of two; the caller tries
+    /// those when this fails. Give both back with [`release_with_lease`](Self::release_with_lease).
+    pub fn try_acquire_with_lease(&self, cpu: u32) -> Result<bool, TokensError> {
+        if cpu >= self.leases {
+            return Ok(false);
+        }
+        let lease = sembuf(lease_semaphore(cpu), -1, libc::IPC_NOWAIT | libc::SEM_UNDO);
+        let token = sembuf(SEM_TOKENS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO);
+        let got = if self.wakeups.is_some() && self.waits_on_pipe {
+            // As `acquire_or_cancel`'s first try: a newcomer does not go ahead of the waiters.
+            self.try_semop(
+                [sembuf(SEM_WAITERS, 0, libc::IPC_NOWAIT), token, lease],
+                "taking a token and a CPU lease",
+            )?
+        } else {
+            self.try_semop([token, lease], "taking a token and a CPU lease")?
+        };
+        if got {
+            // No wait follows, so the yield a hand-over asks of this thread's next wait is moot.
+            HANDED_OVER.with(|h| h.set(false));
+        }
+        Ok(got)
+    }
+
     /// The CPUs whose lease nobody holds right now (one `GETALL`; a snapshot, so
     /// [`try_lease`](Self::try_lease) may still find one taken).
     pub fn free_leases(&self) -> Result<Vec<u32>, TokensError> {
@@ -620,6 +647,38 @@ impl HostTokens {
             }
         }
         Ok(())
+    }
+
+    /// Gives back the lease of `cpu` and then the token, as
+    /// [`give_back_lease`](Self::give_back_lease) and [`release`](Self::release) do, in one
+    /// atomic `semop` while nobody waits on the pipe (the common case: one system call instead
+    /// of three); otherwise one after the other, waking the first waiter. Both are given back
+    /// whatever fails; the error says what did.
+    pub fn release_with_lease(&self, cpu: u32) -> Result<(), TokensError> {
+        if cpu < self.leases {
+            let num = lease_semaphore(cpu);
+            // "The lease is held (value 0)", then free it and the token; with the pipe, also
+            // "nobody waits on it": a waiter counts itself before its first try, so if this
+            // succeeds its try finds the token, and if it fails `release` below wakes it.
+            let held = sembuf(num, 0, libc::IPC_NOWAIT);
+            let free = sembuf(num, 1, libc::SEM_UNDO);
+            let token = sembuf(SEM_TOKENS, 1, libc::SEM_UNDO);
+            let what = "giving a CPU lease and a token back";
+            let done = match self.wakeups {
+                Some(_) => {
+                    self.try_semop([held, free, token, sembuf(SEM_WAITERS, 0, libc::IPC_NOWAIT)], what)
+                }
+                None => self.try_semop([held, free, token], what),
+            };
+            if let Ok(true) = done {
+                return Ok(());
+            }
+        }
+        match (self.give_back_lease(cpu), self.release()) {
+            (Ok(()), Ok(())) => Ok(()),
+            (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+            (Err(lease), Err(token)) => Err(TokensError(format!("{lease}; and {token}"))),
+        }
     }
 
     /// One atomic `semop` of `ops` (interrupted: tried again).
