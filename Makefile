@@ -11,7 +11,7 @@ GOENV := GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 
 test: toolchain fmt-check clippy unit loom go-test c-abi
 
-# The headline experiment: P = 2 processes on this host, four pool kinds, a verdict (about 70 s).
+# The headline experiment: P = 2 processes on this host, five pool kinds, a verdict (about 90 s).
 demo: toolchain
 	$(CARGO) build --release --locked -p cotenant-cli -p cotenant-preload
 	$(RELEASE_BIN) cpus --explain

@@ -261,9 +261,13 @@ pub fn parse_cpus(text: &str) -> Result<Cpus, String> {
 }
 
 /// Parses a duration with a unit, `50000us` (or `µs`), `100ms`, `0.1s`, into whole
-/// microseconds (rounded). Zero is allowed; a bare number is not (the unit is ambiguous).
+/// microseconds (rounded). Zero is allowed, with or without a unit; another bare number is not
+/// (its unit would be a guess).
 pub fn parse_micros(text: &str) -> Result<u64, String> {
     let t = text.trim();
+    if t == "0" {
+        return Ok(0);
+    }
     let (number, scale) = if let Some(n) = t.strip_suffix("us").or_else(|| t.strip_suffix("µs")) {
         (n, 1.0)
     } else if let Some(n) = t.strip_suffix("ms") {
@@ -694,6 +698,8 @@ mod tests {
         assert_eq!(parse_micros("50000us"), Ok(50_000));
         assert_eq!(parse_micros("50000µs"), Ok(50_000));
         assert_eq!(parse_micros("0ms"), Ok(0));
+        assert_eq!(parse_micros("0"), Ok(0), "zero needs no unit");
+        assert!(parse_micros("5").unwrap_err().contains("needs a unit"));
         assert_eq!(parse_micros("1.5ms"), Ok(1_500));
         for bad in ["100", "ms", "-1ms", "x s", "NaNs", "1e400s"] {
             assert!(parse_micros(bad).is_err(), "{bad}");

@@ -6,9 +6,12 @@
 //! that parks the workers its neighbours and its quota do not leave room for).
 //!
 //! ```
-//! let pool = cotenant::Pool::builder().build().unwrap(); // adaptive, one thread per allowed CPU
+//! # fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let pool = cotenant::Pool::builder().build()?; // adaptive, one thread per allowed CPU
 //! let task = pool.spawn(|| (1..=10u64).sum::<u64>());
-//! assert_eq!(task.join().unwrap(), 55);
+//! assert_eq!(task.join()?, 55); // `?` works with anyhow and boxed errors alike
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! | module | what it owns |
@@ -50,6 +53,6 @@ pub use policy::Policy;
 #[cfg(not(loom))]
 pub use pool::checkpoint;
 pub use pool::{
-    background_current_thread, Background, BuildError, Builder, Full, JoinError, Placement, Pool, Task,
-    TrySpawnError,
+    background_current_thread, Background, BuildError, Builder, Full, JoinError, Panic, Placement, Pool,
+    Task, TrySpawnError,
 };

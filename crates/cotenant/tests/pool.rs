@@ -42,6 +42,29 @@ fn spawn_returns_values_in_any_order_of_joining() {
 }
 
 #[test]
+fn a_join_error_converts_with_question_mark_and_keeps_the_panic_payload() {
+    fn send_sync<T: Send + Sync + 'static>(_: &T) {}
+    let pool = fixed(1).build().unwrap();
+    // What a caller returning `anyhow::Result` or `Box<dyn Error + Send + Sync>` writes.
+    let joined = || -> Result<u8, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(pool.spawn(|| -> u8 { panic!("payload {}", 42) }).join()?)
+    };
+    let error = joined().unwrap_err();
+    assert_eq!(error.to_string(), "the task panicked: payload 42");
+    let error = pool.spawn(|| -> u8 { std::panic::panic_any(7u32) }).join().unwrap_err();
+    send_sync(&error);
+    assert_eq!(error.panic_message(), None, "not a string");
+    assert_eq!(format!("{error:?}"), "Panicked(\"<non-string payload>\")");
+    let payload = error.into_panic().expect("a panic's payload");
+    assert_eq!(payload.downcast_ref::<u32>(), Some(&7), "the payload, as catch_unwind returned it");
+    let resumed =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| std::panic::resume_unwind(payload)))
+            .unwrap_err();
+    assert_eq!(resumed.downcast_ref::<u32>(), Some(&7), "and it can be resumed");
+    assert!(JoinError::Cancelled.into_panic().is_none());
+}
+
+#[test]
 fn a_panic_is_reported_through_its_task_and_the_worker_survives() {
     let pool = fixed(1).build().unwrap();
     let bad = pool.spawn(|| -> u8 { panic!("task failed on purpose") });

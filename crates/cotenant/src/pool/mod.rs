@@ -53,7 +53,7 @@ use worker::WorkerStats;
 #[cfg(not(loom))]
 pub use budget::checkpoint;
 pub use placement::{background_current_thread, Background, Placement};
-pub use task::{JoinError, Task};
+pub use task::{JoinError, Panic, Task};
 
 /// The default queue capacity: room for a burst of a few thousand tasks without blocking the
 /// submitter, small enough (about 100 KiB) that a forgotten pool does not hoard memory.
@@ -227,7 +227,8 @@ impl Builder {
 
     /// How often the controller re-decides the target. Default: one clock tick
     /// (`sysconf(_SC_CLK_TCK)`, 10 ms on most kernels), the granularity of the kernel's
-    /// per-CPU time accounting. Ignored by [`Policy::fixed`].
+    /// per-CPU time accounting. Checked (1 ms to 10 s) for every policy, used by all but
+    /// [`Policy::fixed`].
     pub fn period(mut self, period: Duration) -> Self {
         self.period = Some(period);
         self

@@ -11,10 +11,14 @@ use crate::sync::{lock, wait, Arc, AtomicBool, Condvar, Mutex, Ordering};
 use crate::wait::{spin_then_yield, Backoff};
 
 /// Why a [`Task`] has no value.
+///
+/// `Send + Sync`, so `?` turns it into an `anyhow::Error` or a
+/// `Box<dyn Error + Send + Sync>`: a panic's payload, which is only `Send`, is kept behind a
+/// lock ([`Panic`]).
 #[non_exhaustive]
 pub enum JoinError {
-    /// The task panicked; this is the panic's payload (what `std::panic::catch_unwind` returns).
-    Panicked(Box<dyn Any + Send + 'static>),
+    /// The task panicked.
+    Panicked(Panic),
     /// The task was accepted but never ran: `shutdown_now` removed it from the queue. (Dropping
     /// a pool is a graceful shutdown: queued tasks run.)
     Cancelled,
@@ -23,14 +27,57 @@ pub enum JoinError {
     Rejected,
 }
 
+/// A task's panic: its message, when the payload was a string (as `panic!`'s is), and the
+/// payload itself (what `std::panic::catch_unwind` returned), to resume the panic with
+/// `std::panic::resume_unwind(panic.into_payload())`.
+pub struct Panic {
+    message: Option<String>,
+    // A `Mutex` only to make `Panic` `Sync` (the payload is `Send`, not `Sync`); it is never
+    // locked but through `into_payload`, which owns it.
+    payload: std::sync::Mutex<Box<dyn Any + Send + 'static>>,
+}
+
+impl Panic {
+    pub(crate) fn new(payload: Box<dyn Any + Send + 'static>) -> Panic {
+        let message = payload
+            .downcast_ref::<&'static str>()
+            .map(|message| (*message).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned());
+        Panic { message, payload: std::sync::Mutex::new(payload) }
+    }
+
+    /// The panic message, when the payload was a string.
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+
+    /// The payload, as `std::panic::catch_unwind` returned it.
+    pub fn into_payload(self) -> Box<dyn Any + Send + 'static> {
+        // A poisoned lock still holds the payload (nothing runs while it is held).
+        self.payload.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl fmt::Debug for Panic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Panic").field(&self.message().unwrap_or("<non-string payload>")).finish()
+    }
+}
+
 impl JoinError {
     /// The panic message, when the task panicked with a string (as `panic!` does).
     pub fn panic_message(&self) -> Option<&str> {
         match self {
-            JoinError::Panicked(payload) => payload
-                .downcast_ref::<&'static str>()
-                .copied()
-                .or_else(|| payload.downcast_ref::<String>().map(String::as_str)),
+            JoinError::Panicked(panic) => panic.message(),
+            _ => None,
+        }
+    }
+
+    /// The panic's payload, when the task panicked (to resume it with
+    /// `std::panic::resume_unwind`).
+    pub fn into_panic(self) -> Option<Box<dyn Any + Send + 'static>> {
+        match self {
+            JoinError::Panicked(panic) => Some(panic.into_payload()),
             _ => None,
         }
     }
@@ -204,7 +251,7 @@ impl Job {
                 Outcome::Completed
             }
             Err(payload) => {
-                completer.resolve(Err(JoinError::Panicked(payload)));
+                completer.resolve(Err(JoinError::Panicked(Panic::new(payload))));
                 Outcome::Panicked
             }
         }))
