@@ -404,7 +404,7 @@ impl HostTokens {
         }
         let lease = sembuf(lease_semaphore(cpu), -1, libc::IPC_NOWAIT | libc::SEM_UNDO);
         let token = sembuf(SEM_TOKENS, -1, libc::IPC_NOWAIT | libc::SEM_UNDO);
-        let got = if self.wakeups.is_some() && self.waits_on_pipe {
+        let got = if self.waits_on_pipe {
             // As `acquire_or_cancel`'s first try: a newcomer does not go ahead of the waiters.
             self.try_semop(
                 [sembuf(SEM_WAITERS, 0, libc::IPC_NOWAIT), token, lease],
