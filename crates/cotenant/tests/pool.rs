@@ -64,6 +64,38 @@ fn a_join_error_converts_with_question_mark_and_keeps_the_panic_payload() {
     assert!(JoinError::Cancelled.into_panic().is_none());
 }
 
+/// The smallest executor: polls on this thread, parks until woken.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let mut future = std::pin::pin!(future);
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+#[test]
+fn a_task_can_be_awaited_from_async_code() {
+    let pool = fixed(2).build().unwrap();
+    let total = block_on(async {
+        let a = pool.spawn(|| 40).await?;
+        let b = pool.spawn(|| 2).await?;
+        Ok::<u32, JoinError>(a + b)
+    });
+    assert_eq!(total.unwrap(), 42);
+    let failed = block_on(pool.spawn(|| -> u8 { panic!("awaited") }));
+    assert_eq!(failed.unwrap_err().panic_message(), Some("awaited"));
+}
+
 #[test]
 fn a_panic_is_reported_through_its_task_and_the_worker_survives() {
     let pool = fixed(1).build().unwrap();

@@ -5,7 +5,7 @@
 //! | file | what it owns |
 //! |---|---|
 //! | `mod.rs` | [`Builder`], [`Pool`], submission and the rejection policies ([`Full`]), shutdown |
-//! | `task.rs` | [`Task`] and [`JoinError`]: a task's result, panic or cancellation |
+//! | `task.rs` | [`Task`] (joined, or awaited as a future) and [`JoinError`]: a task's result, panic or cancellation |
 //! | `queue.rs` | the bounded MPMC queue |
 //! | `sleep.rs` | the target, sleeping workers and wake-ups (protocol in `pool/README.md`) |
 //! | `worker.rs` | the worker loop and per-worker counters |

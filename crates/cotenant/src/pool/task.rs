@@ -5,7 +5,10 @@
 
 use std::any::Any;
 use std::fmt;
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 
 use crate::sync::{lock, wait, Arc, AtomicBool, Condvar, Mutex, Ordering};
 use crate::wait::{spin_then_yield, Backoff};
@@ -112,7 +115,12 @@ impl fmt::Display for JoinError {
 impl std::error::Error for JoinError {}
 
 enum State<T> {
-    Pending { joiner_waiting: bool },
+    /// `joiner_waiting`: `join` sleeps on the condition variable; `waker`: the task was polled
+    /// as a future, and this wakes its executor.
+    Pending {
+        joiner_waiting: bool,
+        waker: Option<Waker>,
+    },
     Done(Result<T, JoinError>),
     Taken,
 }
@@ -157,7 +165,7 @@ impl<T> Task<T> {
         let mut state = lock(&self.slot.state);
         loop {
             match &mut *state {
-                State::Pending { joiner_waiting } => {
+                State::Pending { joiner_waiting, .. } => {
                     *joiner_waiting = true;
                     state = wait(&self.slot.done, state);
                 }
@@ -175,6 +183,40 @@ impl<T> Task<T> {
     /// Whether the task has finished (run, panicked or been cancelled), so `join` will not block.
     pub fn is_finished(&self) -> bool {
         !matches!(*lock(&self.slot.state), State::Pending { .. })
+    }
+}
+
+/// A `Task` is also a future, for async code: `pool.spawn(f).await` runs `f` on the pool's
+/// threads and wakes the awaiting task when it is done, with any executor (what tokio's
+/// `spawn_blocking(f).await` does, on a pool that leaves room for its neighbours).
+/// Dropping the future detaches the task: it still runs. Polling it again after it returned
+/// `Ready` panics, as with most futures.
+///
+/// ```
+/// # async fn example(pool: &cotenant::Pool) -> Result<u64, cotenant::JoinError> {
+/// let sum = pool.spawn(|| (1..=10u64).sum::<u64>()).await?;
+/// # Ok(sum)
+/// # }
+/// ```
+impl<T> Future for Task<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = lock(&self.slot.state);
+        match &mut *state {
+            State::Pending { waker, .. } => {
+                match waker {
+                    Some(waker) if waker.will_wake(cx.waker()) => {}
+                    _ => *waker = Some(cx.waker().clone()),
+                }
+                Poll::Pending
+            }
+            State::Done(_) => match std::mem::replace(&mut *state, State::Taken) {
+                State::Done(result) => Poll::Ready(result),
+                _ => unreachable!("matched Done just above"),
+            },
+            State::Taken => panic!("a cotenant Task polled after it returned Ready"),
+        }
     }
 }
 
@@ -207,21 +249,26 @@ impl<T> Drop for Completer<T> {
 
 fn resolve<T>(slot: &Slot<T>, result: Result<T, JoinError>) {
     let mut state = lock(&slot.state);
-    let joiner_waiting = matches!(*state, State::Pending { joiner_waiting: true });
-    *state = State::Done(result);
+    let (joiner_waiting, waker) = match std::mem::replace(&mut *state, State::Done(result)) {
+        State::Pending { joiner_waiting, waker } => (joiner_waiting, waker),
+        State::Done(_) | State::Taken => unreachable!("a task resolves once"),
+    };
     slot.resolved.store(true, Ordering::Release);
     drop(state);
-    // Waking costs a system call; skip it when nobody waits yet (join sets the flag under the
-    // same lock before waiting, so it cannot miss this store).
+    // Waking costs a system call; skip it when nobody waits yet (join sets the flag, and poll
+    // stores its waker, under the same lock before waiting, so neither can miss this store).
     if joiner_waiting {
         slot.done.notify_one();
+    }
+    if let Some(waker) = waker {
+        waker.wake();
     }
 }
 
 /// A new result slot: the `Task` for the caller, the `Completer` for the job.
 pub(crate) fn task_pair<T>() -> (Task<T>, Completer<T>) {
     let slot = Arc::new(Slot {
-        state: Mutex::new(State::Pending { joiner_waiting: false }),
+        state: Mutex::new(State::Pending { joiner_waiting: false, waker: None }),
         done: Condvar::new(),
         resolved: AtomicBool::new(false),
     });
@@ -308,6 +355,35 @@ mod tests {
         let error = task.join().unwrap_err();
         assert_eq!(error.panic_message(), Some("bad 7"));
         assert_eq!(error.to_string(), "the task panicked: bad 7");
+    }
+
+    /// A waker that counts its wake-ups (no executor needed: the test polls by hand).
+    struct CountingWaker(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for CountingWaker {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_polled_task_is_woken_once_when_it_resolves_and_then_ready() {
+        let (mut task, completer) = task_pair::<u32>();
+        let counter = std::sync::Arc::new(CountingWaker(Default::default()));
+        let waker = Waker::from(counter.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut task).poll(&mut cx).is_pending(), "not resolved yet");
+        assert!(Pin::new(&mut task).poll(&mut cx).is_pending(), "polled again: still pending");
+        let woken = || counter.0.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(woken(), 0);
+        std::thread::spawn(move || completer.resolve(Ok(9))).join().unwrap();
+        assert_eq!(woken(), 1, "the resolve woke the executor once");
+        assert!(matches!(Pin::new(&mut task).poll(&mut cx), Poll::Ready(Ok(9))));
+        // Resolved before any poll: ready at once, no wake-up.
+        let (mut task, completer) = task_pair::<u32>();
+        completer.resolve(Err(JoinError::Cancelled));
+        assert!(matches!(Pin::new(&mut task).poll(&mut cx), Poll::Ready(Err(JoinError::Cancelled))));
+        assert_eq!(woken(), 1);
     }
 
     #[test]
