@@ -177,39 +177,30 @@ impl PoolTokens {
     /// `CANCEL_CHECK` without losing its place among the waiters.
     /// `stats`: the calling worker's counters.
     pub(crate) fn take<'a>(&'a self, stats: &'a WorkerStats, cancelling: impl Fn() -> bool) -> Take<'a> {
-        // First a token and the lease of the CPU the worker is on, in one system call.
-        if let Some(here) = self.current_cpu().filter(|&cpu| self.may_run_on(cpu)) {
-            match self.set.try_acquire_with_lease(here) {
-                Ok(true) if cancelling() => {
-                    drop(Held { tokens: self, stats, lease: Some(here) });
-                    return Take::Cancelled;
-                }
-                Ok(true) => {
-                    self.taken.fetch_add(1, Ordering::Relaxed);
-                    let mut held = Held::new(self, stats);
-                    held.lease = self.pin_to_lease(here);
-                    return Take::Held(held);
-                }
-                // Taken apart below: the lease of another CPU may be free, or a token may come.
-                Ok(false) => {}
-                Err(e) => {
-                    self.failed(&e);
-                    self.ran_without.fetch_add(1, Ordering::Relaxed);
-                    return Take::Without;
-                }
+        // First a token and the lease of the CPU the worker is on, in one system call; if
+        // that fails, the token (waiting for it) and then a lease, apart.
+        let here = self.current_cpu().filter(|&cpu| self.may_run_on(cpu));
+        let (got, leased) = match here.map(|cpu| self.set.try_acquire_with_lease(cpu)) {
+            Some(Ok(true)) => (Ok(Acquired::Token), here),
+            Some(Err(e)) => (Err(e), None),
+            Some(Ok(false)) | None => {
+                (self.set.acquire_or_cancel(self.wait, CANCEL_CHECK, &cancelling), None)
             }
-        }
-        match self.set.acquire_or_cancel(self.wait, CANCEL_CHECK, &cancelling) {
+        };
+        match got {
             Ok(Acquired::Token) if cancelling() => {
-                // Given back at once, without a hold to measure.
-                drop(Held { tokens: self, stats, lease: None });
+                // Given back at once (with the lease that came with it), without a hold to measure.
+                drop(Held { tokens: self, stats, lease: leased });
                 Take::Cancelled
             }
             Ok(Acquired::Token) => {
                 self.taken.fetch_add(1, Ordering::Relaxed);
                 // Held first: whatever happens while leasing, the token goes back.
                 let mut held = Held::new(self, stats);
-                held.lease = self.lease();
+                held.lease = match leased {
+                    Some(cpu) => self.pin_to_lease(cpu),
+                    None => self.lease(),
+                };
                 Take::Held(held)
             }
             Ok(Acquired::Cancelled) => Take::Cancelled,

@@ -61,9 +61,12 @@ impl Panic {
     }
 }
 
+/// What `Debug` shows for a panic whose payload is not a string.
+const NON_STRING_PAYLOAD: &str = "<non-string payload>";
+
 impl fmt::Debug for Panic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Panic").field(&self.message().unwrap_or("<non-string payload>")).finish()
+        f.debug_tuple("Panic").field(&self.message().unwrap_or(NON_STRING_PAYLOAD)).finish()
     }
 }
 
@@ -89,10 +92,9 @@ impl JoinError {
 impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            JoinError::Panicked(_) => f
-                .debug_tuple("Panicked")
-                .field(&self.panic_message().unwrap_or("<non-string payload>"))
-                .finish(),
+            JoinError::Panicked(_) => {
+                f.debug_tuple("Panicked").field(&self.panic_message().unwrap_or(NON_STRING_PAYLOAD)).finish()
+            }
             JoinError::Cancelled => f.write_str("Cancelled"),
             JoinError::Rejected => f.write_str("Rejected"),
         }
