@@ -7,12 +7,15 @@
 //! the wait checks for it every 50 ms, keeping its place in the queue of waiters.
 //!
 //! With a token, a worker also takes the lease of one CPU it may run on (the one it runs on
-//! when that is free) and pins itself there while it holds the token (`crate::tokens`, "CPU
-//! leases"): holders with a lease then never share a CPU while another idles. It is pinned only
-//! while it holds the lease: a worker that waits (for a token, or for work) must be free to
-//! wake on whichever CPU is idle, or a token freed on one CPU waits for a busy other one (seen
-//! in a traced run: woken waiters queued behind the holder of their old CPU while the freed one
-//! idled). That costs two `sched_setaffinity` calls per token taken, about 1.4 µs here. A pool
+//! when that is free) and moves there (`crate::tokens`, "CPU leases"): holders with a lease
+//! then do not share a CPU while another idles. It moves without staying pinned: when the
+//! leased CPU is not the one it runs on, it binds itself to it and, once there, gives itself
+//! its mask back at once; a worker already on its leased CPU (the usual case) makes no call at
+//! all. Nothing running on the kernel's side moves a lone running thread off its CPU, and a
+//! worker that runs a kept token's next task elsewhere moves back first (`Held::stay`). A task
+//! thus runs with the worker's own CPU mask: threads it starts and `available_parallelism()`
+//! inside it see the pool's CPUs, not one. Measured against pinning for the whole hold
+//! (`RESULTS.md`, "Leases without pinning"): the same service p99 and worst item. A pool
 //! whose workers are pinned for good (`Builder::pin_workers`) takes no leases. The token and
 //! the lease of the worker's CPU are taken in one `semop` and given back in one while nobody
 //! waits (`HostTokens::try_acquire_with_lease`, `release_with_lease`).
@@ -26,16 +29,16 @@
 //!
 //! **Kept.** A worker that ends a task with another queued for it, while no worker of any pool
 //! sharing the set waits for a token, keeps its token (and lease) for that task instead of
-//! giving it back and taking it again (`Held::nobody_waits`, two `semctl`s against about seven
-//! system calls with a lease). A waiter still gets the token when the task in progress ends, as
+//! giving it back and taking it again (`Held::nobody_waits`, two `semctl`s against four system
+//! calls, more when the worker's own CPU is leased). A waiter still gets the token when the task in progress ends, as
 //! before; only a busy pool nobody competes with stops paying per task (`RESULTS.md`, "What a
 //! host token costs per task": tiny tasks back to back ran 5.5x faster with leases, 2.7x
-//! without). A task that changes its own thread's CPU mask passes it to the next task on a kept
-//! token; a give-back restores the mask the worker had before its lease.
+//! without). A task that changes its own thread's CPU mask changes it for the worker's later
+//! tasks, as in a pool without tokens.
 //!
 //! [`Builder::host_tokens`]: super::Builder::host_tokens
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,12 +69,12 @@ pub(crate) struct PoolTokens {
     /// Tokens taken: each held for one task, or for several run back to back (`Held::nobody_waits`).
     pub(crate) taken: AtomicU64,
     /// Token operations that failed (taking one: the task then runs without; giving one back),
-    /// leases and pinning included (the task then runs unpinned).
+    /// leases and moves to a leased CPU included (the task then runs where it is).
     pub(crate) errors: AtomicU64,
     warned: AtomicBool,
-    /// A pinning failure was logged (apart from `warned`, so that a later token failure is
-    /// still logged).
-    warned_pin: AtomicBool,
+    /// A failure to move to a leased CPU was logged (apart from `warned`, so that a later
+    /// token failure is still logged).
+    warned_move: AtomicBool,
 }
 
 /// What a worker about to run a task got.
@@ -104,9 +107,18 @@ impl<'a> Held<'a> {
         Held { tokens, stats, lease: None }
     }
 
+    /// Before the next task on a kept token: back to the leased CPU if the worker is no
+    /// longer on it (one `sched_getcpu`, answered without entering the kernel, when it is).
+    pub(crate) fn stay(&mut self) {
+        if let Some(cpu) = self.lease {
+            self.lease = self.tokens.move_to_lease(cpu);
+        }
+    }
+
     /// Whether no worker of any pool sharing the set waits for a token (two `semctl`s): then a
     /// worker with another task to run at once keeps this token, and its lease, for it,
-    /// instead of giving both back and taking them again (about seven system calls with a lease).
+    /// instead of giving both back and taking them again (four system calls, more when the
+    /// worker's CPU is leased to another holder).
     /// A worker that waits before the check gets the token when this task ends, as without
     /// keeping; only one that starts waiting in the instant between the check and the next
     /// task's start gets it a task later than it would have.
@@ -128,10 +140,7 @@ impl Drop for Held<'_> {
             self.stats.token_wait_total.fetch_add(held, Ordering::Release);
         }
         let given_back = match self.lease.take() {
-            Some(cpu) => {
-                self.tokens.unpin();
-                self.tokens.set.release_with_lease(cpu)
-            }
+            Some(cpu) => self.tokens.set.release_with_lease(cpu),
             None => self.tokens.set.release(),
         };
         if let Err(e) = given_back {
@@ -143,9 +152,6 @@ impl Drop for Held<'_> {
 thread_local! {
     /// This thread's schedstat, opened at its first token.
     static SCHEDSTAT: RefCell<Option<ThreadSchedstat>> = const { RefCell::new(None) };
-    /// The CPU this worker pinned itself to for the lease it holds, and the mask it had before
-    /// (given back when the lease goes); `None`: not pinned.
-    static PINNED: Cell<Option<(u32, libc::cpu_set_t)>> = const { Cell::new(None) };
 }
 
 /// The calling thread's run-queue wait so far, or `None` when the kernel does not report it.
@@ -169,7 +175,7 @@ impl PoolTokens {
             taken: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             warned: AtomicBool::new(false),
-            warned_pin: AtomicBool::new(false),
+            warned_move: AtomicBool::new(false),
         }
     }
 
@@ -198,7 +204,7 @@ impl PoolTokens {
                 // Held first: whatever happens while leasing, the token goes back.
                 let mut held = Held::new(self, stats);
                 held.lease = match leased {
-                    Some(cpu) => self.pin_to_lease(cpu),
+                    Some(cpu) => self.move_to_lease(cpu),
                     None => self.lease(),
                 };
                 Take::Held(held)
@@ -220,14 +226,14 @@ impl PoolTokens {
     }
 
     /// Takes the lease of a CPU for the token just taken, preferring the one the worker is
-    /// on, and pins the worker there; `None` (no leases, none free among the allowed CPUs, or
-    /// an error): the worker runs on all the allowed CPUs.
+    /// on, and moves the worker there; `None` (no leases, none free among the allowed CPUs, or
+    /// an error): the worker runs where the kernel puts it.
     fn lease(&self) -> Option<u32> {
         if self.allowed.is_empty() {
             return None;
         }
         match self.take_lease() {
-            Ok(Some(cpu)) => self.pin_to_lease(cpu),
+            Ok(Some(cpu)) => self.move_to_lease(cpu),
             Ok(None) => None,
             Err(e) => {
                 self.failed(&e);
@@ -236,12 +242,14 @@ impl PoolTokens {
         }
     }
 
-    /// Pins the worker to `cpu`, whose lease it just took: `Some(cpu)`, or `None` with the
-    /// lease given back if pinning failed.
-    fn pin_to_lease(&self, cpu: u32) -> Option<u32> {
-        if let Err(e) = self.pin(cpu) {
+    /// Moves the worker to `cpu`, whose lease it holds: `Some(cpu)`, or `None` with the lease
+    /// given back if the move failed.
+    fn move_to_lease(&self, cpu: u32) -> Option<u32> {
+        if let Err(e) = move_current_thread(cpu) {
             // The CPU left the process's set since the pool was built, say.
-            self.failed_pin(&format!("pinning a worker to CPU {cpu} failed ({e}); the task runs unpinned"));
+            self.failed_move(&format!(
+                "moving a worker to CPU {cpu} failed ({e}); the task runs where it is"
+            ));
             if let Err(e) = self.set.give_back_lease(cpu) {
                 self.failed(&e);
             }
@@ -285,34 +293,9 @@ impl PoolTokens {
         self.allowed.binary_search(&cpu).is_ok()
     }
 
-    /// Pins this worker to `cpu`, remembering the mask it had (already there: nothing to do).
-    fn pin(&self, cpu: u32) -> std::io::Result<()> {
-        let before = match PINNED.get() {
-            Some((pinned, _)) if pinned == cpu => return Ok(()),
-            Some((_, before)) => before,
-            None => super::placement::current_thread_mask()?,
-        };
-        super::placement::pin_current_thread(cpu)?;
-        PINNED.set(Some((cpu, before)));
-        Ok(())
-    }
-
-    /// Gives this worker back the CPU mask it had before a lease pinned it.
-    fn unpin(&self) {
-        if let Some((cpu, before)) = PINNED.get() {
-            match super::placement::restore_current_thread(&before) {
-                Ok(()) => PINNED.set(None),
-                // Still pinned: the next lease of another CPU re-pins it; counted and logged.
-                Err(e) => self.failed_pin(&format!(
-                    "unpinning a worker from CPU {cpu} failed ({e}); it stays there until its next lease"
-                )),
-            }
-        }
-    }
-
-    fn failed_pin(&self, what: &str) {
+    fn failed_move(&self, what: &str) {
         self.errors.fetch_add(1, Ordering::Relaxed);
-        if !self.warned_pin.swap(true, Ordering::Relaxed) {
+        if !self.warned_move.swap(true, Ordering::Relaxed) {
             tracing::warn!("host tokens: {what}");
         }
     }
@@ -323,6 +306,22 @@ impl PoolTokens {
             tracing::warn!("{e}; this pool's tasks run without a host token while it fails");
         }
     }
+}
+
+/// Moves the calling thread onto `cpu` and leaves it free to run anywhere it could before:
+/// nothing to do when it already runs there; otherwise bound to `cpu` alone, which returns once
+/// the kernel has moved it, then given its own mask back. An error after the bind (the mask
+/// could not be given back) leaves it bound to `cpu`, and says so.
+fn move_current_thread(cpu: u32) -> std::io::Result<()> {
+    // SAFETY: sched_getcpu has no preconditions (-1 on failure).
+    if unsafe { libc::sched_getcpu() } == cpu as i32 {
+        return Ok(());
+    }
+    let mask = super::placement::current_thread_mask()?;
+    super::placement::pin_current_thread(cpu)?;
+    super::placement::restore_current_thread(&mask).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("{e}, after binding it there: it stays bound to CPU {cpu}"))
+    })
 }
 
 #[cfg(test)]

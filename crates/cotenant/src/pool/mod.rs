@@ -361,9 +361,9 @@ impl Builder {
     /// bound what the cooperating pools run, and a CPU a neighbour leaves idle serves this
     /// pool's next task at once.
     ///
-    /// With a token a worker also leases a CPU of its own and runs the task pinned there (see
-    /// [`host_tokens_leases`](Builder::host_tokens_leases)): inside the task, threads it starts
-    /// inherit that one-CPU mask and `available_parallelism()` says 1.
+    /// With a token a worker also leases a CPU of its own and moves there before the task (see
+    /// [`host_tokens_leases`](Builder::host_tokens_leases)); the task runs with the worker's
+    /// own CPU mask, not bound to that CPU.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -391,10 +391,11 @@ impl Builder {
     }
 
     /// Whether a [`host_tokens`](Builder::host_tokens) pool's worker leases a CPU with its token
-    /// and runs the task pinned there (`docs/host-tokens.md`, "CPU leases"): without leases the
+    /// and moves there before the task (`docs/host-tokens.md`, "CPU leases"): without leases the
     /// kernel may place two holders on one CPU while another idles, for a scheduler tick
-    /// (twice the service time at p99 on the test VM). Turn off for tasks that start threads of
-    /// their own or must see all the process's CPUs. Workers pinned for good
+    /// (twice the service time at p99 on the test VM). The move costs nothing when the worker
+    /// is already on its leased CPU, the usual case, and three system calls otherwise; the
+    /// task is not bound there. Workers pinned for good
     /// ([`pin_workers`](Builder::pin_workers)) never lease. Default: on.
     #[cfg(not(loom))]
     pub fn host_tokens_leases(mut self, leases: bool) -> Self {

@@ -245,7 +245,10 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 // (`host_tokens.rs`): kept from the task before, or taken now.
                 #[cfg(not(loom))]
                 let token = match kept.take() {
-                    Some(held) => Some(held),
+                    Some(mut held) => {
+                        held.stay();
+                        Some(held)
+                    }
                     None => {
                         match shared.host_tokens.as_ref().map(|t| t.take(stats, || shared.is_cancelling())) {
                             Some(super::host_tokens::Take::Cancelled) => {
