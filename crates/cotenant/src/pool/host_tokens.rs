@@ -12,7 +12,7 @@
 //! leased CPU is not the one it runs on, it binds itself to it and, once there, gives itself
 //! its mask back at once; a worker already on its leased CPU (the usual case) makes no call at
 //! all. Nothing running on the kernel's side moves a lone running thread off its CPU, and a
-//! worker that runs a kept token's next task elsewhere moves back first (`Held::stay`). A task
+//! worker that runs a kept token's next task elsewhere moves back first (`Held::return_to_lease`). A task
 //! thus runs with the worker's own CPU mask: threads it starts and `available_parallelism()`
 //! inside it see the pool's CPUs, not one. Measured against pinning for the whole hold
 //! (`RESULTS.md`, "Leases without pinning"): the same service p99 and worst item. A pool
@@ -30,10 +30,10 @@
 //! **Kept.** A worker that ends a task with another queued for it, while no worker of any pool
 //! sharing the set waits for a token, keeps its token (and lease) for that task instead of
 //! giving it back and taking it again (`Held::nobody_waits`, two `semctl`s against four system
-//! calls, more when the worker's own CPU is leased). A waiter still gets the token when the task in progress ends, as
-//! before; only a busy pool nobody competes with stops paying per task (`RESULTS.md`, "What a
-//! host token costs per task": tiny tasks back to back ran 5.5x faster with leases, 2.7x
-//! without). A task that changes its own thread's CPU mask changes it for the worker's later
+//! calls, more when the worker's own CPU is leased). A waiter still gets the token when the
+//! task in progress ends, as before; only a busy pool nobody competes with stops paying per
+//! task (`RESULTS.md`, "What a host token costs per task": tiny tasks back to back ran 5.5x
+//! faster with leases, 2.7x without). A task that changes its own thread's CPU mask changes it for the worker's later
 //! tasks, as in a pool without tokens.
 //!
 //! [`Builder::host_tokens`]: super::Builder::host_tokens
@@ -109,7 +109,7 @@ impl<'a> Held<'a> {
 
     /// Before the next task on a kept token: back to the leased CPU if the worker is no
     /// longer on it (one `sched_getcpu`, answered without entering the kernel, when it is).
-    pub(crate) fn stay(&mut self) {
+    pub(crate) fn return_to_lease(&mut self) {
         if let Some(cpu) = self.lease {
             self.lease = self.tokens.move_to_lease(cpu);
         }
@@ -264,8 +264,7 @@ impl PoolTokens {
         if self.allowed.is_empty() {
             return None;
         }
-        // SAFETY: sched_getcpu has no preconditions (-1 on failure).
-        u32::try_from(unsafe { libc::sched_getcpu() }).ok()
+        running_cpu()
     }
 
     fn take_lease(&self) -> Result<Option<u32>, crate::tokens::TokensError> {
@@ -308,13 +307,19 @@ impl PoolTokens {
     }
 }
 
+/// The CPU the calling thread runs on (`sched_getcpu`, answered without entering the kernel
+/// where the vDSO has it), `None` if the kernel does not say.
+fn running_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu has no preconditions (-1 on failure).
+    u32::try_from(unsafe { libc::sched_getcpu() }).ok()
+}
+
 /// Moves the calling thread onto `cpu` and leaves it free to run anywhere it could before:
 /// nothing to do when it already runs there; otherwise bound to `cpu` alone, which returns once
 /// the kernel has moved it, then given its own mask back. An error after the bind (the mask
 /// could not be given back) leaves it bound to `cpu`, and says so.
 fn move_current_thread(cpu: u32) -> std::io::Result<()> {
-    // SAFETY: sched_getcpu has no preconditions (-1 on failure).
-    if unsafe { libc::sched_getcpu() } == cpu as i32 {
+    if running_cpu() == Some(cpu) {
         return Ok(());
     }
     let mask = super::placement::current_thread_mask()?;

@@ -246,7 +246,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 #[cfg(not(loom))]
                 let token = match kept.take() {
                     Some(mut held) => {
-                        held.stay();
+                        held.return_to_lease();
                         Some(held)
                     }
                     None => {
