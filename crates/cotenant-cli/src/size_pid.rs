@@ -142,7 +142,7 @@ pub fn sample(proc_root: &Path, pid: u32, duration: Duration) -> anyhow::Result<
             let Some(tid) = entry.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else { continue };
             let dir = entry.path();
             let Ok(text) = std::fs::read_to_string(dir.join("stat")) else { continue };
-            let Ok(stat) = crate::doctor::snapshot::parse_pid_stat(&text) else { continue };
+            let Ok(stat) = cotenant::procfs::pidstat::parse(&text) else { continue };
             let schedstat = read_schedstat(&dir);
             let s = seen.entry(tid).or_insert_with(|| Seen {
                 totals: ThreadTotals {

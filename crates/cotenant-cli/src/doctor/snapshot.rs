@@ -6,7 +6,7 @@
 //! while they are read, are only counted ([`Snapshot::unreadable_processes`]).
 //!
 //! The formats the library does not parse are parsed here, by small pure functions at the end
-//! of this file: `/proc/<pid>/stat` (comm, utime, stime, threads, last CPU), PSI files
+//! of this file: PSI files
 //! (`/proc/pressure/cpu`, v2 `cpu.pressure`), `/proc/<pid>/task/<tid>/sched`
 //! (`se.nr_migrations`), the context-switch lines of `status`, and `numa_maps`.
 
@@ -14,7 +14,7 @@ use cotenant::{
     cpus::Probe,
     procfs::{
         cgroup, cgroupfs, cgroupfs::CpuStat, cgroupfs::Quota, cpulist, cpulist::CpuSet, loadavg, mountinfo,
-        mountinfo::CgroupMount, schedstat, schedstat::TaskSchedstat, stat, stat::Stat, status,
+        mountinfo::CgroupMount, pidstat, schedstat, schedstat::TaskSchedstat, stat, stat::Stat, status,
     },
 };
 use std::{
@@ -60,22 +60,6 @@ pub struct PsiLine {
     pub avg60: f64,
     /// Total stall time, µs, since boot (or the cgroup's creation).
     pub total_us: u64,
-}
-
-/// The fields `doctor` uses from `/proc/<pid>/stat` (or a task's).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PidStat {
-    /// The command name (field 2, without the parentheses).
-    pub comm: String,
-    /// The state (field 3): `R` running or runnable, `S` sleeping, `D` in uninterruptible
-    /// wait (usually I/O), ...
-    pub state: char,
-    /// utime + stime (fields 14, 15), in clock ticks.
-    pub cpu_ticks: u64,
-    /// Field 20.
-    pub num_threads: u64,
-    /// Field 39: the CPU it last ran on.
-    pub processor: Option<u32>,
 }
 
 /// Where a controller's hierarchy is mounted (as the host names it).
@@ -386,7 +370,7 @@ fn processes(r: &mut Reader<'_>, s: &Snapshot) -> (Vec<Proc>, u32) {
     let mut unreadable = 0;
     for pid in pids {
         let dir = proc_dir.join(pid.to_string());
-        let Some(st) = r.parsed(&dir.join("stat"), false, parse_pid_stat) else {
+        let Some(st) = r.parsed(&dir.join("stat"), false, pidstat::parse) else {
             unreadable += 1;
             continue;
         };
@@ -412,7 +396,7 @@ fn target(r: &mut Reader<'_>, s: &Snapshot, pid: u32) -> Target {
         r.note(dir.display().to_string(), format!("process {pid} does not exist"));
         return t;
     }
-    let st = r.parsed(&dir.join("stat"), true, parse_pid_stat);
+    let st = r.parsed(&dir.join("stat"), true, pidstat::parse);
     t.readable = st.is_some();
     t.comm = st.map(|s| s.comm).unwrap_or_default();
     t.allowed = r.parsed(&dir.join("status"), true, status::parse_cpus_allowed).flatten();
@@ -434,7 +418,7 @@ fn target(r: &mut Reader<'_>, s: &Snapshot, pid: u32) -> Target {
             for tid in tids {
                 let td = task_dir.join(tid.to_string());
                 let mut rec = |name: &'static str| recorded.insert(name);
-                let st = r.parsed(&td.join("stat"), rec("stat"), parse_pid_stat);
+                let st = r.parsed(&td.join("stat"), rec("stat"), pidstat::parse);
                 let Some(st) = st else { continue };
                 let schedstat = r.parsed(&td.join("schedstat"), rec("schedstat"), schedstat::parse_task);
                 let migrations = r.parsed(&td.join("sched"), rec("sched"), parse_sched_migrations);
@@ -570,30 +554,6 @@ fn with_ancestors<'a>(paths: impl Iterator<Item = &'a str>, extra: &'a Option<St
 
 // ---- Parsers of the formats the library does not have. Pure, never panic. ----
 
-/// `/proc/<pid>/stat` or `/proc/<pid>/task/<tid>/stat`. The command name may hold spaces and
-/// parentheses, so the fields are counted from the last `)`.
-pub fn parse_pid_stat(text: &str) -> Result<PidStat, String> {
-    let open = text.find('(').ok_or("no '(' before the command name")?;
-    let close = text.rfind(')').ok_or("no ')' after the command name")?;
-    if close < open {
-        return Err("')' before '('".into());
-    }
-    let comm = text[open + 1..close].to_owned();
-    // rest[0] is field 3 (state): field n is rest[n - 3].
-    let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
-    let field = |n: usize| -> Result<u64, String> {
-        rest.get(n - 3)
-            .ok_or(format!("no field {n}"))?
-            .parse::<u64>()
-            .map_err(|_| format!("field {n} is not a number"))
-    };
-    let state = rest.first().and_then(|s| s.chars().next()).ok_or("no field 3 (state)")?;
-    let cpu_ticks = field(14)?.saturating_add(field(15)?);
-    let num_threads = field(20)?;
-    let processor = field(39).ok().and_then(|p| u32::try_from(p).ok());
-    Ok(PidStat { comm, state, cpu_ticks, num_threads, processor })
-}
-
 /// A PSI file: `some avg10=.. avg60=.. avg300=.. total=..` and optionally a `full` line.
 pub fn parse_psi(text: &str) -> Result<Psi, String> {
     let mut psi = Psi::default();
@@ -674,27 +634,6 @@ pub fn parse_numa_maps(text: &str) -> Result<BTreeMap<u32, u64>, String> {
 mod tests {
     use super::*;
 
-    const STAT: &str = "4242 (my (odd) app) R 1 4242 4242 0 -1 4194560 100 0 0 0 150 50 0 0 20 0 3 0 \
-                        1000 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
-
-    #[test]
-    fn pid_stat_counts_fields_after_the_last_paren() {
-        let s = parse_pid_stat(STAT).unwrap();
-        assert_eq!(
-            s,
-            PidStat {
-                comm: "my (odd) app".into(),
-                state: 'R',
-                cpu_ticks: 200,
-                num_threads: 3,
-                processor: Some(1)
-            }
-        );
-        assert!(parse_pid_stat("").is_err());
-        assert!(parse_pid_stat("1 (x) R 1 2").is_err());
-        assert!(parse_pid_stat(") x (").is_err());
-    }
-
     #[test]
     fn psi_lines() {
         let p = parse_psi(
@@ -735,7 +674,6 @@ mod tests {
     #[test]
     fn parsers_never_panic_on_junk() {
         for junk in ["", "(", ")", "((((", "1 () 2", "N=1 Nx=2 N0=", "some total=", "\u{0}\u{ff}", ":::"] {
-            let _ = parse_pid_stat(junk);
             let _ = parse_psi(junk);
             let _ = parse_sched_migrations(junk);
             let _ = parse_numa_maps(junk);

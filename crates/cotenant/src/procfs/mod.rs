@@ -9,6 +9,7 @@ pub mod cgroupfs;
 pub mod cpulist;
 pub mod loadavg;
 pub mod mountinfo;
+pub mod pidstat;
 pub mod schedstat;
 pub mod stat;
 pub mod status;
