@@ -60,6 +60,10 @@ pub struct Metrics {
     /// task ran without a host token (timeouts or errors above), so that the policy sized the
     /// pool against its neighbours again for that period.
     pub token_fallback_periods: u64,
+    /// Counter: host CPU tokens the controller took back from workers whose task was blocked
+    /// (sleeping, waiting for I/O or a lock) for a whole period while holding one; the rest of
+    /// such a task runs without a token (`crate::tokens`, docs/host-tokens.md).
+    pub token_takebacks: u64,
     /// The CPU budget's counters, for a pool built with
     /// [`cpu_budget`](crate::Builder::cpu_budget).
     pub budget: Option<BudgetMetrics>,
@@ -128,7 +132,7 @@ impl Metrics {
     /// The metrics in the Prometheus text exposition format, labelled `pool="<pool>"`.
     pub fn to_prometheus(&self, pool: &str) -> String {
         let label = pool.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-        let rows: [(&str, &str, &str, u64); 16] = [
+        let rows: [(&str, &str, &str, u64); 17] = [
             ("threads", "gauge", "OS threads the pool started", self.threads as u64),
             ("target", "gauge", "workers allowed to run", self.target as u64),
             ("running", "gauge", "workers running tasks", self.running as u64),
@@ -159,6 +163,12 @@ impl Metrics {
                 "counter",
                 "periods sized against the neighbours again because a task ran without a host CPU token",
                 self.token_fallback_periods,
+            ),
+            (
+                "token_takebacks_total",
+                "counter",
+                "host CPU tokens taken back from workers blocked while holding one",
+                self.token_takebacks,
             ),
         ];
         let budget_rows = self.budget.map(|b| {
@@ -252,11 +262,11 @@ impl fmt::Display for Metrics {
             self.sample_errors,
             self.borrows
         )?;
-        if self.token_timeouts > 0 || self.token_errors > 0 {
+        if self.token_timeouts > 0 || self.token_errors > 0 || self.token_takebacks > 0 {
             write!(
                 f,
-                ", {} host-token timeouts, {} host-token errors, {} periods sized without trusting the tokens",
-                self.token_timeouts, self.token_errors, self.token_fallback_periods
+                ", {} host-token timeouts, {} host-token errors, {} host tokens taken back from blocked tasks, {} periods sized without trusting the tokens",
+                self.token_timeouts, self.token_errors, self.token_takebacks, self.token_fallback_periods
             )?;
         }
         if let Some(b) = self.budget {

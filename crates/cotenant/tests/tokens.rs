@@ -431,6 +431,59 @@ fn until(what: &str, done: impl Fn() -> bool) {
 }
 
 #[test]
+fn the_token_of_a_blocked_task_goes_to_a_waiting_pool_and_comes_back_once() {
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    // Waits far longer than the test: a token that came by the wait limit would prove nothing.
+    let wait = std::time::Duration::from_secs(3600);
+    let build =
+        || Pool::builder().threads(1).host_tokens(tokens.clone()).host_tokens_wait(wait).build().unwrap();
+    let (blocked, other) = (build(), build());
+    let (release, gate) = std::sync::mpsc::channel::<()>();
+    let (started, has_started) = std::sync::mpsc::channel::<()>();
+    let holder = blocked.spawn(move || {
+        started.send(()).unwrap();
+        gate.recv().unwrap(); // blocked, holding the only token
+    });
+    has_started.recv().unwrap();
+    assert_eq!(tokens.available().unwrap(), 0, "the blocked task holds the token");
+    let (done, is_done) = std::sync::mpsc::channel::<()>();
+    other.execute(move || done.send(()).unwrap());
+    // The controller takes the token back a tick or two after the task blocked (10 ms ticks;
+    // the bound is generous), and the other pool's waiting worker gets it.
+    is_done
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("the other pool never got the token: {}", blocked.metrics()));
+    assert_eq!(blocked.metrics().token_takebacks, 1, "{}", blocked.metrics());
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    blocked.shutdown();
+    other.shutdown();
+    // Given back once, by the controller: the blocked task's end gives nothing back again.
+    assert_eq!(tokens.available().unwrap(), 1, "the one token is free, and not counted twice");
+    assert_eq!(other.metrics().token_takebacks, 0);
+}
+
+#[test]
+fn a_holder_that_runs_or_waits_for_a_cpu_keeps_its_token() {
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    let pool = Pool::builder().threads(1).host_tokens(tokens.clone()).build().unwrap();
+    // CPU work for a few hundred controller ticks: the holder is running or runnable (state
+    // R) throughout, whatever else the host runs, so its token is never taken back.
+    pool.spawn(|| {
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < std::time::Duration::from_millis(300) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+    })
+    .join()
+    .unwrap();
+    assert_eq!(pool.metrics().token_takebacks, 0, "{}", pool.metrics());
+    pool.shutdown();
+    assert_eq!(tokens.available().unwrap(), 1);
+}
+
+#[test]
 fn a_process_that_dies_holding_a_token_or_waiting_for_one_leaves_nothing_behind() {
     let tokens = HostTokens::private(1).unwrap();
     assert!(tokens.hands_over_by_pipe());

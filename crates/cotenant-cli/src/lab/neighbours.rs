@@ -719,6 +719,13 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
         row.insert("completed_fraction".into(), figures.completed_fraction.into());
         let targets: Vec<String> = reports.iter().map(|r| r.final_target.to_string()).collect();
         row.insert("final_targets".into(), targets.join(" ").into());
+        if kind == PoolKind::Tokens {
+            row.insert("token_timeouts".into(), reports.iter().map(|r| r.token_timeouts).sum::<u64>().into());
+            row.insert(
+                "token_takebacks".into(),
+                reports.iter().map(|r| r.token_takebacks).sum::<u64>().into(),
+            );
+        }
         outcome.rows.push(row);
         Ok(figures)
     })?;
@@ -834,6 +841,8 @@ mod tests {
             final_target: 1,
             decisions: 10,
             borrows: 0,
+            token_timeouts: 0,
+            token_takebacks: 0,
             chunks: 100,
             exact_cpu: false,
             chunk_ns: 50_000.0,

@@ -30,6 +30,13 @@ pub struct WorkerReport {
     /// Workers woken beyond the target onto an idle CPU (borrowing; absent in old reports).
     #[serde(default)]
     pub borrows: u64,
+    /// With host tokens: tasks run without a token because none came in time, and tokens
+    /// the controller took back from tasks blocked while holding one (absent in old reports
+    /// and in the Go worker's).
+    #[serde(default)]
+    pub token_timeouts: u64,
+    #[serde(default)]
+    pub token_takebacks: u64,
     /// Chunks per item and measured chunk time.
     pub chunks: u32,
     /// Nanoseconds of one chunk.
@@ -269,6 +276,8 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
         final_target: metrics.target,
         decisions: metrics.decisions,
         borrows: metrics.borrows,
+        token_timeouts: metrics.token_timeouts,
+        token_takebacks: metrics.token_takebacks,
         chunks: calibration.chunks,
         chunk_ns: calibration.chunk_ns,
         exact_cpu: calibration.exact_cpu,

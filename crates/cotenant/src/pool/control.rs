@@ -101,6 +101,9 @@ struct Entry {
     /// Per worker, the largest wait while holding host tokens read so far: a reading taken
     /// as a hold ends can be lower than the last (`WorkerStats::token_wait_ns`).
     token_wait_seen: Vec<u64>,
+    /// Per worker, the host-token hold and thread CPU time read at the last tick
+    /// (`PoolTokens::take_back_blocked`).
+    token_holds_seen: Vec<(u64, u64)>,
     buf: Vec<u8>,
     /// An elastic pool's sizer state and its last task totals.
     elastic: Option<(ElasticState, Option<(Totals, Instant)>)>,
@@ -160,6 +163,7 @@ pub(crate) fn register(
         idle_periods: 0,
         schedstat: Some(Vec::new()),
         token_wait_seen: Vec::new(),
+        token_holds_seen: Vec::new(),
         buf: Vec::new(),
         elastic: pool.elastic.as_ref().map(|elastic| (ElasticState::new(elastic.config.min), None)),
     });
@@ -332,6 +336,11 @@ fn tick(
     // for this period the policy sizes the pool against its neighbours again. Read at every
     // tick, decided or not, so that a task of a skipped period is not blamed on a later one.
     let tokens = pool.host_tokens.as_ref();
+    // First, a token a blocked task holds goes back to the cooperating pools (counted as a
+    // task without one, so it also makes this a period of the plain policy).
+    if let Some(tokens) = tokens {
+        tokens.take_back_blocked(pool.workers.iter().map(|w| &**w), &mut entry.token_holds_seen);
+    }
     let ran_without_token = tokens.map_or(0, |t| t.ran_without.load(Ordering::Relaxed));
     let tokens_failed =
         ran_without_token != std::mem::replace(&mut entry.ran_without_token, ran_without_token);
@@ -645,6 +654,7 @@ mod tests {
             idle_periods: 0,
             schedstat: None,
             token_wait_seen: Vec::new(),
+            token_holds_seen: Vec::new(),
             buf: Vec::new(),
             elastic: None,
         }

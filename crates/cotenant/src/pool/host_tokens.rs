@@ -12,7 +12,7 @@
 //! leased CPU is not the one it runs on, it binds itself to it and, once there, gives itself
 //! its mask back at once; a worker already on its leased CPU (the usual case) makes no call at
 //! all. Nothing running on the kernel's side moves a lone running thread off its CPU, and a
-//! worker that runs a kept token's next task elsewhere moves back first (`Held::return_to_lease`). A task
+//! worker that runs a kept token's next task elsewhere moves back first (`Held::move_to_lease`). A task
 //! thus runs with the worker's own CPU mask: threads it starts and `available_parallelism()`
 //! inside it see the pool's CPUs, not one. Measured against pinning for the whole hold
 //! (`RESULTS.md`, "Leases without pinning"): the same service p99 and worst item. A pool
@@ -35,6 +35,20 @@
 //! task (`RESULTS.md`, "What a host token costs per task": tiny tasks back to back ran 5.5x
 //! faster with leases, 2.7x without). A task that changes its own thread's CPU mask changes it for the worker's later
 //! tasks, as in a pool without tokens.
+//!
+//! **Blocked holders.** A task that blocks (I/O, a lock, another task) while its worker holds a
+//! token would keep a CPU token from every cooperating pool without using a CPU. Each worker
+//! publishes its hold (`WorkerStats::token_hold`: a number and the lease), and the controller,
+//! at every tick of a dynamic pool (`control.rs`), takes back the token and lease of a worker
+//! that has held the same hold since the last tick without running (its thread CPU clock did
+//! not move) and is blocked now (state `S` or `D` in `/proc/self/task/<tid>/stat`; a holder
+//! that waits for a CPU is `R` and keeps its token). Whoever swaps the published hold to 0
+//! gives the token back: the controller (`PoolTokens::take_back_blocked`), or the worker when
+//! the task ends (`Held`'s drop); the other does nothing, so a token is given back exactly once.
+//! The rest of a task whose token was taken back runs without one, counted like a task that
+//! got none (`ran_without`: that period the adaptive policy sizes against the neighbours
+//! again) and in `Metrics::token_takebacks`. A pool with a fixed policy has no controller and
+//! takes nothing back.
 //!
 //! [`Builder::host_tokens`]: super::Builder::host_tokens
 
@@ -68,6 +82,9 @@ pub(crate) struct PoolTokens {
     pub(crate) fallback_periods: AtomicU64,
     /// Tokens taken: each held for one task, or for several run back to back (`Held::nobody_waits`).
     pub(crate) taken: AtomicU64,
+    /// Tokens the controller took back from workers blocked while holding them
+    /// (`take_back_blocked`).
+    pub(crate) taken_back: AtomicU64,
     /// Token operations that failed (taking one: the task then runs without; giving one back),
     /// leases and moves to a leased CPU included (the task then runs where it is).
     pub(crate) errors: AtomicU64,
@@ -88,12 +105,30 @@ pub(crate) enum Take<'a> {
 }
 
 /// A token held for one task, or for several back to back ("Kept" above), with the lease of
-/// the CPU the worker runs on if it got one; dropping it gives both back, the lease first, and
-/// adds the worker's run-queue wait while it held the token to its `token_wait_total`.
+/// the CPU the worker runs on if it got one; dropping it gives both back, the lease first
+/// (unless the controller took them back, "Blocked holders" above), and adds the worker's
+/// run-queue wait while it held the token to its `token_wait_total`.
 pub(crate) struct Held<'a> {
     tokens: &'a PoolTokens,
     stats: &'a WorkerStats,
     lease: Option<u32>,
+    /// What this hold published in `stats.token_hold` ([`hold_word`]); 0: not published.
+    hold: u64,
+}
+
+/// The low half of a published hold: the lease's CPU plus one (0: no lease).
+const HOLD_LEASE_BITS: u64 = 0xffff_ffff;
+
+/// The word a worker publishes while it holds a token: the hold's `number` (never 0 in the
+/// high half, so the word is never 0) and its lease.
+fn hold_word(number: u64, lease: Option<u32>) -> u64 {
+    let number = (number & HOLD_LEASE_BITS).max(1);
+    (number << 32) | lease.map_or(0, |cpu| u64::from(cpu) + 1)
+}
+
+/// The lease recorded in a published hold.
+fn hold_lease(hold: u64) -> Option<u32> {
+    ((hold & HOLD_LEASE_BITS) as u32).checked_sub(1)
 }
 
 impl<'a> Held<'a> {
@@ -104,14 +139,49 @@ impl<'a> Held<'a> {
             // The controller then has no holders' wait for this pool (`WorkerStats::token_wait_ns`).
             None => stats.token_wait_unknown.store(true, Ordering::Relaxed),
         }
-        Held { tokens, stats, lease: None }
+        Held { tokens, stats, lease: None, hold: 0 }
     }
 
-    /// Before the next task on a kept token: back to the leased CPU if the worker is no
-    /// longer on it (one `sched_getcpu`, answered without entering the kernel, when it is).
-    pub(crate) fn return_to_lease(&mut self) {
+    /// Makes the hold visible to the controller ("Blocked holders" above).
+    fn publish(&mut self, number: u64) {
+        self.hold = hold_word(number, self.lease);
+        self.stats.token_hold.store(self.hold, Ordering::Release);
+    }
+
+    /// Whether the controller took this hold back (token and lease given back).
+    fn taken_back(&self) -> bool {
+        self.hold != 0 && self.stats.token_hold.load(Ordering::Acquire) != self.hold
+    }
+
+    /// Moves the worker to its leased CPU, or gives the lease back if it cannot (logged): after
+    /// taking the token, and before the next task on a kept token, in case the worker no longer
+    /// runs there (one `sched_getcpu`, answered without entering the kernel, when it does).
+    pub(crate) fn move_to_lease(&mut self) {
         if let Some(cpu) = self.lease {
-            self.lease = self.tokens.move_to_lease(cpu);
+            if !self.tokens.move_to(cpu) {
+                self.give_back_lease();
+            }
+        }
+    }
+
+    /// Gives the lease back alone, keeping the token; nothing if the controller took the hold
+    /// back meanwhile (it gave the lease back with the token).
+    fn give_back_lease(&mut self) {
+        let Some(cpu) = self.lease.take() else { return };
+        if self.hold != 0 {
+            let without = self.hold & !HOLD_LEASE_BITS;
+            if self
+                .stats
+                .token_hold
+                .compare_exchange(self.hold, without, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                return;
+            }
+            self.hold = without;
+        }
+        if let Err(e) = self.tokens.set.give_back_lease(cpu) {
+            self.tokens.failed(&e);
         }
     }
 
@@ -122,9 +192,10 @@ impl<'a> Held<'a> {
     /// A worker that waits before the check gets the token when this task ends, as without
     /// keeping; only one that starts waiting in the instant between the check and the next
     /// task's start gets it a task later than it would have.
-    /// An error reads as "someone waits": the give-back then reports it.
+    /// An error reads as "someone waits": the give-back then reports it. A token the
+    /// controller took back is not kept (`false`).
     pub(crate) fn nobody_waits(&self) -> bool {
-        matches!(self.tokens.set.waiting(), Ok(0))
+        !self.taken_back() && matches!(self.tokens.set.waiting(), Ok(0))
     }
 }
 
@@ -138,6 +209,16 @@ impl Drop for Held<'_> {
             // between sees less than the last one did (the controller keeps the larger).
             self.stats.token_wait_since.store(0, Ordering::Release);
             self.stats.token_wait_total.fetch_add(held, Ordering::Release);
+        }
+        if self.hold != 0
+            && self
+                .stats
+                .token_hold
+                .compare_exchange(self.hold, 0, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            // The controller took token and lease back while the task was blocked.
+            return;
         }
         let given_back = match self.lease.take() {
             Some(cpu) => self.tokens.set.release_with_lease(cpu),
@@ -173,6 +254,7 @@ impl PoolTokens {
             ran_without: AtomicU64::new(0),
             fallback_periods: AtomicU64::new(0),
             taken: AtomicU64::new(0),
+            taken_back: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             warned: AtomicBool::new(false),
             warned_move: AtomicBool::new(false),
@@ -196,17 +278,16 @@ impl PoolTokens {
         match got {
             Ok(Acquired::Token) if cancelling() => {
                 // Given back at once (with the lease that came with it), without a hold to measure.
-                drop(Held { tokens: self, stats, lease: leased });
+                drop(Held { tokens: self, stats, lease: leased, hold: 0 });
                 Take::Cancelled
             }
             Ok(Acquired::Token) => {
-                self.taken.fetch_add(1, Ordering::Relaxed);
+                let number = self.taken.fetch_add(1, Ordering::Relaxed) + 1;
                 // Held first: whatever happens while leasing, the token goes back.
                 let mut held = Held::new(self, stats);
-                held.lease = match leased {
-                    Some(cpu) => self.move_to_lease(cpu),
-                    None => self.lease(),
-                };
+                held.lease = leased.or_else(|| self.lease());
+                held.move_to_lease();
+                held.publish(number);
                 Take::Held(held)
             }
             Ok(Acquired::Cancelled) => Take::Cancelled,
@@ -226,14 +307,14 @@ impl PoolTokens {
     }
 
     /// Takes the lease of a CPU for the token just taken, preferring the one the worker is
-    /// on, and moves the worker there; `None` (no leases, none free among the allowed CPUs, or
-    /// an error): the worker runs where the kernel puts it.
+    /// on; `None` (no leases, none free among the allowed CPUs, or an error): the worker runs
+    /// where the kernel puts it.
     fn lease(&self) -> Option<u32> {
         if self.allowed.is_empty() {
             return None;
         }
         match self.take_lease() {
-            Ok(Some(cpu)) => self.move_to_lease(cpu),
+            Ok(Some(cpu)) => Some(cpu),
             Ok(None) => None,
             Err(e) => {
                 self.failed(&e);
@@ -242,20 +323,56 @@ impl PoolTokens {
         }
     }
 
-    /// Moves the worker to `cpu`, whose lease it holds: `Some(cpu)`, or `None` with the lease
-    /// given back if the move failed.
-    fn move_to_lease(&self, cpu: u32) -> Option<u32> {
+    /// Moves the calling worker to `cpu`, whose lease it holds; `false` (logged) if it cannot.
+    fn move_to(&self, cpu: u32) -> bool {
         if let Err(e) = move_current_thread(cpu) {
             // The CPU left the process's set since the pool was built, say.
             self.failed_move(&format!(
                 "moving a worker to CPU {cpu} failed ({e}); the task runs where it is"
             ));
-            if let Err(e) = self.set.give_back_lease(cpu) {
-                self.failed(&e);
-            }
-            return None;
+            return false;
         }
-        Some(cpu)
+        true
+    }
+
+    /// The controller, every tick ("Blocked holders" above): takes back the token and lease of
+    /// each worker that has held the same hold since the last tick without running and is
+    /// blocked now. `seen`: per worker, the hold and thread CPU time read at the last tick
+    /// (the caller keeps it between ticks).
+    pub(crate) fn take_back_blocked<'w>(
+        &self,
+        workers: impl ExactSizeIterator<Item = &'w WorkerStats>,
+        seen: &mut Vec<(u64, u64)>,
+    ) {
+        seen.resize(workers.len(), (0, 0));
+        for (worker, seen) in workers.zip(seen.iter_mut()) {
+            let hold = worker.token_hold.load(Ordering::Acquire);
+            let clock = worker.cpu_clock.load(Ordering::Acquire);
+            let ran = match (hold, clock) {
+                (0, _) | (_, 0) => None,
+                _ => crate::sampler::clock_ns((clock - 1) as u32 as libc::clockid_t),
+            };
+            let Some(ran) = ran else {
+                *seen = (0, 0);
+                continue;
+            };
+            let before = std::mem::replace(seen, (hold, ran));
+            if before != (hold, ran) || !thread_blocked(worker.tid.load(Ordering::Acquire)) {
+                continue;
+            }
+            if worker.token_hold.compare_exchange(hold, 0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                let given_back = match hold_lease(hold) {
+                    Some(cpu) => self.set.release_with_lease(cpu),
+                    None => self.set.release(),
+                };
+                if let Err(e) = given_back {
+                    self.failed(&e);
+                }
+                self.taken_back.fetch_add(1, Ordering::Relaxed);
+                self.ran_without.fetch_add(1, Ordering::Relaxed);
+                *seen = (0, 0);
+            }
+        }
     }
 
     /// The CPU the calling worker runs on, when leases are on and the kernel says (`None`
@@ -307,6 +424,16 @@ impl PoolTokens {
     }
 }
 
+/// Whether thread `tid` of this process is blocked now (sleeping or in an uninterruptible
+/// wait); `false` when that cannot be read.
+fn thread_blocked(tid: u64) -> bool {
+    tid != 0
+        && std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
+            .ok()
+            .and_then(|text| crate::procfs::pidstat::parse(&text).ok())
+            .is_some_and(|stat| stat.is_blocked())
+}
+
 /// The CPU the calling thread runs on (`sched_getcpu`, answered without entering the kernel
 /// where the vDSO has it), `None` if the kernel does not say.
 fn running_cpu() -> Option<u32> {
@@ -333,6 +460,19 @@ fn move_current_thread(cpu: u32) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::tokens::RemoveNamed;
+
+    #[test]
+    fn a_published_hold_is_never_zero_and_carries_its_lease() {
+        assert_eq!(hold_lease(hold_word(7, Some(0))), Some(0));
+        assert_eq!(hold_lease(hold_word(7, Some(1023))), Some(1023));
+        assert_eq!(hold_lease(hold_word(7, None)), None);
+        // The lease dropped from a hold (`give_back_lease`) leaves the hold's number.
+        assert_eq!(hold_word(7, Some(3)) & !HOLD_LEASE_BITS, hold_word(7, None));
+        for number in [0, 1, 1 << 32, u64::MAX] {
+            assert_ne!(hold_word(number, None), 0, "number {number}");
+        }
+        assert_ne!(hold_word(1, Some(0)), hold_word(2, Some(0)), "successive holds differ");
+    }
 
     #[test]
     fn a_holder_notes_its_run_queue_wait_from_taking_the_token_to_giving_it_back() {

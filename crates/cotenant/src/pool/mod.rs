@@ -351,8 +351,11 @@ impl Builder {
     /// whichever pool (`docs/host-tokens.md`, with what it costs on a real kernel). A worker
     /// that gets no token within [`host_tokens_wait`](Builder::host_tokens_wait) runs its task
     /// without one and counts it in [`Metrics::token_timeouts`]. For CPU-bound tasks: a task
-    /// that blocks holds its token (so not combinable with [`elastic`](Builder::elastic), nor
-    /// with [`cpu_budget`](Builder::cpu_budget), whose parking would hold it too). Under
+    /// that blocks holds its token until the controller sees it blocked for a whole period and
+    /// takes the token back ([`Metrics::token_takebacks`]; a pool with a fixed policy has no
+    /// controller and takes nothing back), so not combinable with
+    /// [`elastic`](Builder::elastic), nor with [`cpu_budget`](Builder::cpu_budget), whose
+    /// parking would hold it too. Under
     /// [`Full::CallerRuns`] the submitter runs its task without a token. Default: no tokens.
     ///
     /// With tokens, [`Policy::adaptive`] no longer sizes the pool against its neighbours
@@ -965,6 +968,10 @@ impl Shared {
                 .host_tokens
                 .as_ref()
                 .map_or(0, |t| t.fallback_periods.load(Ordering::Relaxed)),
+            #[cfg(not(loom))]
+            token_takebacks: shared.host_tokens.as_ref().map_or(0, |t| t.taken_back.load(Ordering::Relaxed)),
+            #[cfg(loom)]
+            token_takebacks: 0,
             #[cfg(loom)]
             token_timeouts: 0,
             #[cfg(loom)]

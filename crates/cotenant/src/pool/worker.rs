@@ -58,6 +58,10 @@ pub(crate) struct WorkerStats {
     pub(crate) token_wait_total: std::sync::atomic::AtomicU64,
     /// The worker could not read its own schedstat when it took a token.
     pub(crate) token_wait_unknown: std::sync::atomic::AtomicBool,
+    /// Host tokens: the hold the worker publishes while it holds a token (0: none), so that
+    /// the controller can take back the token of a worker blocked in its task
+    /// (`host_tokens.rs`, "Blocked holders").
+    pub(crate) token_hold: std::sync::atomic::AtomicU64,
     /// Elastic pools: whether a thread runs in this slot (set by whoever starts it, cleared by
     /// the thread as it exits), and the slot's per-task counters (`elastic.rs`).
     pub(crate) occupied: std::sync::atomic::AtomicBool,
@@ -246,7 +250,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 #[cfg(not(loom))]
                 let token = match kept.take() {
                     Some(mut held) => {
-                        held.return_to_lease();
+                        held.move_to_lease();
                         Some(held)
                     }
                     None => {
