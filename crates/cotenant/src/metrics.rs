@@ -52,8 +52,8 @@ pub struct Metrics {
     /// competes with.
     pub token_takes: u64,
     /// Counter: host-token operations that failed (the set was removed, say; the tasks then
-    /// run without a token), CPU leases and pinning to them included (the task then runs
-    /// unpinned).
+    /// run without a token), CPU leases and moves to a leased CPU included (the task then
+    /// runs where the kernel put it).
     pub token_errors: u64,
     /// Counter: for a pool whose adaptive policy `host_tokens` changed with
     /// `Policy::sharing_host_tokens` (0 for any other pool), the controller periods in which a
