@@ -65,6 +65,13 @@ pub enum Command {
     /// and can throttle the cgroup (seed 001 §IV-A2); `set` reads the current values, writes
     /// only the files that differ, and reads them back. Details in docs/cgroup-set.md.
     Cgroup(CgroupArgs),
+    /// List or remove this user's host CPU token sets (what cooperating pools share).
+    ///
+    /// Pools share one set of CPU tokens per user and CPU set by default, so that together
+    /// they never run more tasks than there are CPUs. A set is a System V semaphore set that
+    /// outlives the processes, like a file: `tokens list` shows each (tokens, free, waiting,
+    /// member processes, owner and mode, and why a set is refused), `tokens remove` deletes one.
+    Tokens(TokensArgs),
     /// Internal: one process of a lab experiment (started by `cotenant lab`).
     #[command(hide = true)]
     LabWorker(LabWorkerArgs),
@@ -376,6 +383,45 @@ pub struct SimBandwidthArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Print JSON instead.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TokensArgs {
+    #[command(subcommand)]
+    pub command: TokensCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokensCommand {
+    /// This user's token sets, and any set squatting this process's default key.
+    List(TokensListArgs),
+    /// Remove a set by name (or key, 0x...), or every listed set with --all. A set with live
+    /// member processes, or one cotenant refuses, is removed only with --force.
+    Remove(TokensRemoveArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TokensListArgs {
+    /// Print a JSON array (one object per set).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TokensRemoveArgs {
+    /// The set's name (as `tokens list` shows it) or key (0x followed by 8 hex digits).
+    #[arg(value_name = "NAME", required_unless_present = "all", conflicts_with = "all")]
+    pub name: Option<String>,
+    /// Every set `tokens list` shows.
+    #[arg(long)]
+    pub all: bool,
+    /// Remove even a set with live member processes (their pools then run without tokens) or
+    /// one that another user made on our key.
+    #[arg(long)]
+    pub force: bool,
+    /// Print a JSON object: what was removed, what was not and why.
     #[arg(long)]
     pub json: bool,
 }

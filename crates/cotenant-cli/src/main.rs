@@ -54,6 +54,7 @@ fn run() -> anyhow::Result<ExitCode> {
         args::Command::Env(a) => cmd::run::env(&a),
         args::Command::Doctor(a) => cmd::doctor::run(&a),
         args::Command::Cgroup(a) => cmd::cgroup::run(&a),
+        args::Command::Tokens(a) => cmd::tokens::run(&a),
         args::Command::Size(a) => cmd::size::run(&a),
         args::Command::Sim(a) => cmd::sim::run(&a),
         args::Command::LabWorker(a) => lab::worker::run(&a),

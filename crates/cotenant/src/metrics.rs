@@ -64,6 +64,8 @@ pub struct Metrics {
     /// (sleeping, waiting for I/O or a lock) for a whole period while holding one; the rest of
     /// such a task runs without a token (`crate::tokens`, docs/host-tokens.md).
     pub token_takebacks: u64,
+    /// Gauge: whether the pool shares host CPU tokens now, and if not, why.
+    pub host_tokens: TokenState,
     /// The CPU budget's counters, for a pool built with
     /// [`cpu_budget`](crate::Builder::cpu_budget).
     pub budget: Option<BudgetMetrics>,
@@ -114,6 +116,33 @@ pub struct BudgetMetrics {
     pub short_periods: u64,
     /// Counter: CPU time the workers charged (ns).
     pub charged_ns: u64,
+}
+
+/// Whether a pool shares host CPU tokens ([`Metrics::host_tokens`]; `crate::tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TokenState {
+    /// No tokens: turned off (`Builder::host_tokens_off`, `COTENANT_TOKENS=off`), or a kind of
+    /// pool that takes none (elastic, background, with a CPU budget).
+    #[default]
+    Off,
+    /// The default set was wanted but could not be had (the reason is in the log).
+    Unavailable,
+    /// The default set is open, but nobody else shares it: no token is taken.
+    Alone,
+    /// Tokens are taken for every task.
+    Engaged,
+}
+
+impl TokenState {
+    /// The word used in the Prometheus label and the `Display` text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenState::Off => "off",
+            TokenState::Unavailable => "unavailable",
+            TokenState::Alone => "alone",
+            TokenState::Engaged => "engaged",
+        }
+    }
 }
 
 impl Metrics {
@@ -231,6 +260,15 @@ impl Metrics {
                  cotenant_pool_{name}{{pool=\"{label}\"}} {value}\n"
             ));
         }
+        out.push_str("# HELP cotenant_pool_host_tokens 1 for the pool's host-token state (off, unavailable, alone, engaged)\n");
+        out.push_str("# TYPE cotenant_pool_host_tokens gauge\n");
+        for state in [TokenState::Off, TokenState::Unavailable, TokenState::Alone, TokenState::Engaged] {
+            out.push_str(&format!(
+                "cotenant_pool_host_tokens{{pool=\"{label}\",state=\"{}\"}} {}\n",
+                state.as_str(),
+                u8::from(self.host_tokens == state)
+            ));
+        }
         out.push_str("# HELP cotenant_pool_alert 1 while the health alert is raised (seed 002)\n");
         out.push_str("# TYPE cotenant_pool_alert gauge\n");
         for alert in Alert::ALL {
@@ -262,6 +300,7 @@ impl fmt::Display for Metrics {
             self.sample_errors,
             self.borrows
         )?;
+        write!(f, "; host tokens {}", self.host_tokens.as_str())?;
         if self.token_timeouts > 0 || self.token_errors > 0 || self.token_takebacks > 0 {
             write!(
                 f,

@@ -462,3 +462,56 @@ fn a_feeding_thread_moves_to_the_background_like_the_workers() {
     // SAFETY: reads the calling thread's policy.
     assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_OTHER, "other threads are untouched");
 }
+
+#[test]
+fn a_task_joining_tasks_of_its_own_pool_runs_them_when_no_other_worker_may() {
+    // Two threads, but a target held at 1: the one allowed worker runs the parent, so a child
+    // can run only if the parent's join runs it.
+    let pool =
+        Arc::new(Pool::builder().threads(2).policy(Policy::fixed(1)).host_tokens_off().build().unwrap());
+    let (done, is_done) = std::sync::mpsc::channel();
+    let parent = {
+        let pool = pool.clone();
+        pool.clone().spawn(move || {
+            let children: Vec<_> = (1..=10u64).map(|i| pool.spawn(move || i)).collect();
+            // A grandchild joined from inside a child, too.
+            let nested = {
+                let pool = pool.clone();
+                pool.clone().spawn(move || pool.spawn(|| 100u64).join().unwrap())
+            };
+            children.into_iter().map(|c| c.join().unwrap()).sum::<u64>() + nested.join().unwrap()
+        })
+    };
+    std::thread::spawn(move || done.send(parent.join()).unwrap());
+    let sum = is_done
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the parent never got its children's results: join deadlocked")
+        .unwrap();
+    assert_eq!(sum, 55 + 100);
+    // The parent's own count follows its result by a moment.
+    let start = std::time::Instant::now();
+    while pool.metrics().completed < 13 && start.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::yield_now();
+    }
+    let metrics = pool.metrics();
+    assert_eq!((metrics.target, metrics.completed), (1, 13), "{metrics}");
+    pool.shutdown();
+}
+
+#[test]
+fn pools_built_while_the_controller_exits_are_always_controlled() {
+    // Each pool is dropped as soon as its controller decided once, so the control thread
+    // finds the registry empty and exits again and again while the next pool registers.
+    for round in 0..100 {
+        let pool = Pool::builder().threads(1).host_tokens_off().build().unwrap();
+        let start = std::time::Instant::now();
+        while pool.metrics().decisions == 0 {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(30),
+                "round {round}: the pool was left without a control thread"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        drop(pool);
+    }
+}

@@ -7,6 +7,9 @@ use std::sync::Arc;
 use cotenant::tokens::HostTokens;
 use cotenant::{Policy, Pool};
 
+mod common;
+use common::{until, Child};
+
 /// Tracks how many tasks run at once, and the most ever.
 #[derive(Default)]
 struct Concurrency {
@@ -208,7 +211,7 @@ fn with_tokens_the_adaptive_policy_stops_sizing_against_the_token_sharers() {
         Pool::builder().host_tokens(tokens.clone()).host_tokens_size_to_neighbours(true).build().unwrap();
     assert_eq!(opted_out.policy(), &Policy::adaptive());
     opted_out.shutdown();
-    let plain = Pool::builder().build().unwrap();
+    let plain = Pool::builder().host_tokens_off().build().unwrap();
     assert_eq!(plain.policy(), &Policy::adaptive());
     plain.shutdown();
 }
@@ -386,50 +389,6 @@ fn a_cancelled_wait_leaves_without_a_token_and_uncounted() {
     tokens.release().unwrap();
 }
 
-/// A forked child, killed and reaped when dropped (also when an assertion fails first).
-struct Child(libc::pid_t);
-
-impl Child {
-    /// Runs `op` in a forked child that then sleeps until killed. The child makes only system
-    /// calls (no allocation, no unwinding: it exits at once if `op` fails), as a child of a
-    /// multi-threaded process must.
-    fn run(op: impl FnOnce() -> bool) -> Child {
-        // SAFETY: the child runs `op` (system calls on inherited descriptors) and never returns.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-        if pid == 0 {
-            if !op() {
-                // SAFETY: ends the child without running the parent's code.
-                unsafe { libc::_exit(1) };
-            }
-            loop {
-                // SAFETY: plain system call.
-                unsafe { libc::pause() };
-            }
-        }
-        Child(pid)
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        // SAFETY: our own child.
-        unsafe {
-            libc::kill(self.0, libc::SIGKILL);
-            libc::waitpid(self.0, std::ptr::null_mut(), 0);
-        }
-    }
-}
-
-/// Polls `done` until it holds (no timing assumption); fails after a generous minute.
-fn until(what: &str, done: impl Fn() -> bool) {
-    let start = std::time::Instant::now();
-    while !done() {
-        assert!(start.elapsed() < std::time::Duration::from_secs(60), "never happened: {what}");
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-}
-
 #[test]
 fn the_token_of_a_blocked_task_goes_to_a_waiting_pool_and_comes_back_once() {
     let tokens = Arc::new(HostTokens::private(1).unwrap());
@@ -453,7 +412,7 @@ fn the_token_of_a_blocked_task_goes_to_a_waiting_pool_and_comes_back_once() {
     is_done
         .recv_timeout(std::time::Duration::from_secs(60))
         .unwrap_or_else(|_| panic!("the other pool never got the token: {}", blocked.metrics()));
-    assert_eq!(blocked.metrics().token_takebacks, 1, "{}", blocked.metrics());
+    assert_eq!(blocked.metrics().token_takebacks, 1, "{}; the other: {}", blocked.metrics(), other.metrics());
     release.send(()).unwrap();
     holder.join().unwrap();
     blocked.shutdown();
@@ -725,4 +684,170 @@ fn a_pool_without_leases_runs_its_tasks_unpinned() {
         pool.spawn(move || (cpus_allowed(gettid()), in_task.free_leases().unwrap().len())).join().unwrap();
     assert_eq!(cpus, everywhere, "the task sees all the process's CPUs");
     assert_eq!(free as u32, tokens.leases(), "no lease taken");
+}
+
+#[test]
+fn a_fixed_pool_with_tokens_has_its_blocked_holders_token_taken_back() {
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    let wait = std::time::Duration::from_secs(3600);
+    let build = || {
+        Pool::builder()
+            .policy(Policy::fixed(1))
+            .threads(1)
+            .host_tokens(tokens.clone())
+            .host_tokens_wait(wait)
+            .build()
+            .unwrap()
+    };
+    let (blocked, other) = (build(), build());
+    let (release, gate) = std::sync::mpsc::channel::<()>();
+    let holder = blocked.spawn(move || gate.recv().unwrap());
+    until("the blocked task holds the token", || tokens.available().unwrap() == 0);
+    let (done, is_done) = std::sync::mpsc::channel::<()>();
+    other.execute(move || done.send(()).unwrap());
+    // Without a controller for fixed pools the other pool would wait for the hour.
+    is_done
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("the other pool never got the token: {}", blocked.metrics()));
+    assert_eq!(blocked.metrics().token_takebacks, 1, "{}", blocked.metrics());
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    drop((blocked, other));
+    assert_eq!(tokens.available().unwrap(), 1);
+}
+
+#[test]
+fn a_pool_draining_in_shutdown_still_gives_up_a_blocked_holders_token() {
+    let tokens = Arc::new(HostTokens::private(1).unwrap());
+    let wait = std::time::Duration::from_secs(3600);
+    let build =
+        || Pool::builder().threads(1).host_tokens(tokens.clone()).host_tokens_wait(wait).build().unwrap();
+    let draining = Arc::new(build());
+    let other = build();
+    let (release, gate) = std::sync::mpsc::channel::<()>();
+    draining.execute(move || gate.recv().unwrap());
+    draining.execute(|| ());
+    until("the blocked task holds the token", || tokens.available().unwrap() == 0);
+    let shutdown = {
+        let draining = draining.clone();
+        std::thread::spawn(move || draining.shutdown())
+    };
+    // `shutdown` now waits for the blocked task; the controller must still take its token back.
+    let (done, is_done) = std::sync::mpsc::channel::<()>();
+    other.execute(move || done.send(()).unwrap());
+    is_done
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("the draining pool kept its blocked token: {}", draining.metrics()));
+    assert_eq!(
+        draining.metrics().token_takebacks,
+        1,
+        "{}; the other: {}",
+        draining.metrics(),
+        other.metrics()
+    );
+    release.send(()).unwrap();
+    shutdown.join().unwrap();
+    assert_eq!(draining.metrics().completed, 2, "the queue drained");
+    drop(other);
+    assert_eq!(tokens.available().unwrap(), 1);
+}
+
+#[test]
+fn a_process_killed_while_holding_tokens_loses_none_and_leaves_the_members() {
+    let name = format!("cotenant-test-killed-{}", std::process::id());
+    let tokens = HostTokens::open(&name, 2).unwrap();
+    let _remove = RemoveOnDrop(name.clone());
+    assert_eq!(tokens.members().unwrap(), 1, "this process");
+    let semid = tokens.semid();
+    for round in 0..100 {
+        // The child joins as a member and takes a token, as a pool's process would, with raw
+        // system calls (a child of a multi-threaded process may not allocate).
+        let child = Child::run(move || {
+            let mut ops = [
+                libc::sembuf {
+                    sem_num: cotenant::tokens::MEMBERS_SEMAPHORE,
+                    sem_op: 1,
+                    sem_flg: libc::SEM_UNDO as i16,
+                },
+                libc::sembuf {
+                    sem_num: cotenant::tokens::TOKENS_SEMAPHORE,
+                    sem_op: -1,
+                    sem_flg: libc::SEM_UNDO as i16,
+                },
+            ];
+            // SAFETY: a valid array of two sembufs.
+            unsafe { libc::semop(semid, ops.as_mut_ptr(), ops.len()) == 0 }
+        });
+        until("the child holds a token and is a member", || {
+            tokens.available().unwrap() == 1 && tokens.members().unwrap() == 2
+        });
+        drop(child); // SIGKILL, then reaped
+        assert_eq!(
+            (tokens.available().unwrap(), tokens.members().unwrap()),
+            (2, 1),
+            "round {round}: the killed holder's token and membership came back"
+        );
+    }
+}
+
+/// Removes a named set when dropped.
+struct RemoveOnDrop(String);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = HostTokens::remove_named(&self.0);
+    }
+}
+
+#[test]
+fn a_set_another_user_made_on_our_key_is_refused_with_the_reason() {
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!("skipped: creating a set as another user needs root (to switch uid in a child)");
+        return;
+    }
+    let name = format!("cotenant-test-foreign-{}", std::process::id());
+    let key = cotenant::tokens::key(&name, 0);
+    // Another user (nobody) creates a set on our key first: world-writable, with cotenant's
+    // shape, and hands it to us (IPC_SET uid 0), as an attacker would to be trusted.
+    let child = Child::run(move || unsafe {
+        // SAFETY: system calls only.
+        if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+            return false;
+        }
+        let semid = libc::semget(key, 8, libc::IPC_CREAT | libc::IPC_EXCL | 0o666);
+        if semid < 0 {
+            return false;
+        }
+        let mut values = [2u16, 0x0c08, 2, 0, 0, 0, 1, 1];
+        libc::semctl(semid, 0, libc::SETALL, values.as_mut_ptr()) == 0
+    });
+    let _remove = RemoveKey(key);
+    until("the other user's set exists", || {
+        std::fs::read_to_string("/proc/sysvipc/sem")
+            .unwrap()
+            .lines()
+            .any(|l| l.split_whitespace().next().and_then(|k| k.parse::<i64>().ok()) == Some(i64::from(key)))
+    });
+    drop(child);
+    let e = HostTokens::open(&name, 2).unwrap_err().to_string();
+    assert!(e.contains("refused") && e.contains("created by uid 65534"), "{e}");
+    let e = HostTokens::remove_named(&name).unwrap_err().to_string();
+    assert!(e.contains("not removed"), "{e}");
+    // A default pool on that name runs without tokens: `tests/default_tokens.rs`.
+}
+
+/// Removes whatever set sits on `key` (as root) when dropped.
+struct RemoveKey(i32);
+
+impl Drop for RemoveKey {
+    fn drop(&mut self) {
+        // SAFETY: plain system calls on integers.
+        unsafe {
+            let semid = libc::semget(self.0, 0, 0);
+            if semid >= 0 {
+                libc::semctl(semid, 0, libc::IPC_RMID);
+            }
+        }
+    }
 }

@@ -7,3 +7,4 @@ pub mod lab;
 pub mod run;
 pub mod sim;
 pub mod size;
+pub mod tokens;

@@ -2,8 +2,12 @@
 //! process; each period it reads the host counters once, adds each due pool's own worker
 //! counters, asks the pool's policy ([`crate::policy`], pure) and applies the target.
 //!
-//! 1. A pool with a dynamic policy registers at build; the first registration starts the
-//!    thread (`cotenant-ctl`), and the thread exits when the last pool has unregistered.
+//! 1. A pool with a dynamic policy, or with host tokens, registers at build; the first
+//!    registration starts the thread (`cotenant-ctl`), and the thread exits when the last pool
+//!    has unregistered. It clears `running` under the same lock in which it found the registry
+//!    empty, so a registration is never left without a thread. A fixed pool with tokens gets
+//!    only the tokens' upkeep (blocked holders' tokens taken back, a default set engaged or
+//!    not), and so does a pool while `shutdown` drains its queue (`Registration::drain`).
 //! 2. Each tick, under the registry lock, the due pools are sampled. A pool unregisters under
 //!    the same lock before its workers exit, so the controller never reads the CPU clock of a
 //!    thread that is gone.
@@ -104,6 +108,8 @@ struct Entry {
     /// Per worker, the host-token hold and thread CPU time read at the last tick
     /// (`PoolTokens::take_back_blocked`).
     token_holds_seen: Vec<(u64, u64)>,
+    /// The pool is draining in `shutdown`: only the tokens' upkeep, no sampling.
+    draining: bool,
     buf: Vec<u8>,
     /// An elastic pool's sizer state and its last task totals.
     elastic: Option<(ElasticState, Option<(Totals, Instant)>)>,
@@ -125,6 +131,15 @@ pub(crate) struct Registration {
 }
 
 impl Registration {
+    /// The pool is about to drain its queue and let its workers exit: from now on the
+    /// controller only takes back blocked holders' tokens (reading a worker's clock, which the
+    /// worker clears before it exits), and reads no worker's schedstat.
+    pub(crate) fn drain(&self) {
+        if let Some(entry) = lock_registry().entries.iter_mut().find(|entry| entry.id == self.id) {
+            entry.draining = true;
+        }
+    }
+
     /// Removes the pool; once this returns the controller no longer touches it. Idempotent.
     pub(crate) fn unregister(&self) {
         lock_registry().entries.retain(|entry| entry.id != self.id);
@@ -164,6 +179,7 @@ pub(crate) fn register(
         schedstat: Some(Vec::new()),
         token_wait_seen: Vec::new(),
         token_holds_seen: Vec::new(),
+        draining: false,
         buf: Vec::new(),
         elastic: pool.elastic.as_ref().map(|elastic| (ElasticState::new(elastic.config.min), None)),
     });
@@ -197,13 +213,19 @@ fn warn_once(message: &str) {
 /// decision as a JSON line (for recording `testdata/policy/` vectors and for diagnosis).
 pub const RECORD_ENV: &str = "COTENANT_RECORD_SAMPLES";
 
-/// Resets `running` however the control loop ends, so that the next registration starts a
-/// new thread even if this one died.
-struct RunningGuard;
+/// Resets `running` if the control loop dies (a panic), so that the next registration starts
+/// a new thread. A loop that ends normally clears it itself, under the lock in which it saw the
+/// registry empty, and disarms this: clearing it later would race with a registration that
+/// came in between (it would see `running` and start no thread) or with the new thread.
+struct RunningGuard {
+    armed: bool,
+}
 
 impl Drop for RunningGuard {
     fn drop(&mut self) {
-        lock_registry().running = false;
+        if self.armed {
+            lock_registry().running = false;
+        }
     }
 }
 
@@ -218,7 +240,7 @@ pub(crate) const SAMPLER_RETRY: Duration = Duration::from_secs(1);
 pub(crate) const SAMPLER_REBUILD_AFTER: u32 = 100;
 
 fn control_loop() {
-    let _running = RunningGuard;
+    let mut running = RunningGuard { armed: true };
     let mut sampler: Option<HostSampler> = None;
     let mut sampler_error: Option<(crate::sampler::SampleError, Instant)> = None;
     let mut failed_reads = 0u32;
@@ -233,10 +255,16 @@ fn control_loop() {
     });
     loop {
         let wake_at = {
-            let registry = lock_registry();
+            let mut registry = lock_registry();
             match registry.entries.iter().map(|entry| entry.next_due).min() {
                 Some(at) => at,
-                None => return, // RunningGuard resets `running` under the lock we release here
+                None => {
+                    // Under the lock that saw the registry empty: a `register` after this
+                    // starts a new thread; one before it is in `entries`.
+                    registry.running = false;
+                    running.armed = false;
+                    return;
+                }
             }
         };
         {
@@ -294,7 +322,9 @@ fn control_loop() {
             }
             // A bug in a tick must not leave every pool without a controller.
             let ticked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                if entry.elastic.is_some() {
+                if entry.draining || (entry.policy.fixed_target().is_some() && entry.elastic.is_none()) {
+                    tokens_upkeep(entry, &pool);
+                } else if entry.elastic.is_some() {
                     tick_elastic(entry, &pool, &host, recorder.as_mut())
                 } else {
                     tick(entry, &pool, &host, recorder.as_mut())
@@ -337,10 +367,11 @@ fn tick(
     // tick, decided or not, so that a task of a skipped period is not blamed on a later one.
     let tokens = pool.host_tokens.as_ref();
     // First, a token a blocked task holds goes back to the cooperating pools (counted as a
-    // task without one, so it also makes this a period of the plain policy).
-    if let Some(tokens) = tokens {
-        tokens.take_back_blocked(pool.workers.iter().map(|w| &**w), &mut entry.token_holds_seen);
-    }
+    // task without one, so it also makes this a period of the plain policy); a default set
+    // engages or disengages.
+    tokens_upkeep(entry, pool);
+    // Not engaged (alone on a default set): the neighbours are sized against as without tokens.
+    let engaged = tokens.is_some_and(|t| t.is_engaged());
     let ran_without_token = tokens.map_or(0, |t| t.ran_without.load(Ordering::Relaxed));
     let tokens_failed =
         ran_without_token != std::mem::replace(&mut entry.ran_without_token, ran_without_token);
@@ -385,7 +416,7 @@ fn tick(
     let grew = |now: Option<u64>, before: Option<u64>| now.zip(before).map(|(b, a)| b.saturating_sub(a));
     // The tokens are trusted this period (`Policy::sharing_host_tokens` applies): only the
     // holders' wait is contention; the rest is workers queued for a token (`host_tokens.rs`).
-    let sharing_tokens = entry.unshared_policy.is_some() && !tokens_failed;
+    let sharing_tokens = entry.unshared_policy.is_some() && !tokens_failed && engaged;
     let runq_wait = if sharing_tokens {
         grew(current.workers_token_wait_ns, last.workers_token_wait_ns)
     } else {
@@ -400,7 +431,7 @@ fn tick(
     );
     let policy = match &entry.unshared_policy {
         Some(unshared) if !sharing_tokens => {
-            if let Some(tokens) = tokens {
+            if let Some(tokens) = tokens.filter(|_| engaged) {
                 tokens.fallback_periods.fetch_add(1, Ordering::Relaxed);
             }
             unshared
@@ -425,6 +456,18 @@ fn tick(
     }
     if decision.target as usize != pool.sleep.target() {
         pool.sleep.set_target(decision.target as usize, || pool.queued());
+    }
+}
+
+/// The host tokens' part of a tick: blocked holders' tokens taken back, a default set engaged
+/// or not. All a fixed pool with tokens, or a draining pool, gets.
+fn tokens_upkeep(entry: &mut Entry, pool: &Shared) {
+    let Some(tokens) = pool.host_tokens.as_ref() else { return };
+    tokens.take_back_blocked(pool.workers.iter().map(|w| &**w), &mut entry.token_holds_seen);
+    tokens.refresh_engaged();
+    if entry.draining || entry.policy.fixed_target().is_some() {
+        let had_work = pool.queued() > 0 || pool.running() > 0;
+        entry.idle_periods = if had_work { 0 } else { entry.idle_periods.saturating_add(1) };
     }
 }
 
@@ -655,6 +698,7 @@ mod tests {
             schedstat: None,
             token_wait_seen: Vec::new(),
             token_holds_seen: Vec::new(),
+            draining: false,
             buf: Vec::new(),
             elastic: None,
         }

@@ -50,6 +50,12 @@
 //! again) and in `Metrics::token_takebacks`. A pool with a fixed policy has no controller and
 //! takes nothing back.
 //!
+//! **Engaged only while shared.** A pool on the default set (`crate::tokens`, `default.rs`)
+//! is *gated*: it takes tokens only while the set is shared (`HostTokens::shared_now`: another
+//! member process, or another pool of this process), re-read by the controller every period
+//! (`refresh_engaged`). A lone process's workers read one atomic flag per task and make no
+//! system call for tokens. A pool given a set explicitly is always engaged.
+//!
 //! [`Builder::host_tokens`]: super::Builder::host_tokens
 
 use std::cell::RefCell;
@@ -68,6 +74,10 @@ const CANCEL_CHECK: Duration = Duration::from_millis(50);
 
 pub(crate) struct PoolTokens {
     set: Arc<HostTokens>,
+    /// Engaged only while the set is shared (the default set); `false`: always engaged.
+    gated: bool,
+    /// Whether workers take tokens now (set by the controller for a gated pool).
+    engaged: AtomicBool,
     wait: Duration,
     /// The CPUs the process could run on when the pool was built, whose leases the workers
     /// take; empty: no leases.
@@ -195,7 +205,7 @@ impl<'a> Held<'a> {
     /// An error reads as "someone waits": the give-back then reports it. A token the
     /// controller took back is not kept (`false`).
     pub(crate) fn nobody_waits(&self) -> bool {
-        !self.taken_back() && matches!(self.tokens.set.waiting(), Ok(0))
+        !self.taken_back() && self.tokens.is_engaged() && matches!(self.tokens.set.waiting(), Ok(0))
     }
 }
 
@@ -244,10 +254,15 @@ fn own_run_delay() -> Option<u64> {
 
 impl PoolTokens {
     /// `allowed`: the CPUs whose leases the workers may take, ascending (empty: none).
-    pub(crate) fn new(set: Arc<HostTokens>, wait: Duration, allowed: Vec<u32>) -> PoolTokens {
+    /// `gated`: engaged only while the set is shared (see the module documentation).
+    pub(crate) fn new(set: Arc<HostTokens>, wait: Duration, allowed: Vec<u32>, gated: bool) -> PoolTokens {
         let allowed = if set.leases() == 0 { Vec::new() } else { allowed };
+        set.pool_joined();
+        let engaged = AtomicBool::new(!gated || set.shared_now());
         PoolTokens {
             set,
+            gated,
+            engaged,
             wait,
             allowed,
             timeouts: AtomicU64::new(0),
@@ -258,6 +273,19 @@ impl PoolTokens {
             errors: AtomicU64::new(0),
             warned: AtomicBool::new(false),
             warned_move: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the workers take tokens now (one atomic load: all a lone process pays per task).
+    pub(crate) fn is_engaged(&self) -> bool {
+        self.engaged.load(Ordering::Relaxed)
+    }
+
+    /// The controller, every period: a gated pool engages while its set is shared and
+    /// disengages when it no longer is (tokens held then are given back as usual).
+    pub(crate) fn refresh_engaged(&self) {
+        if self.gated {
+            self.engaged.store(self.set.shared_now(), Ordering::Relaxed);
         }
     }
 
@@ -361,6 +389,10 @@ impl PoolTokens {
                 continue;
             }
             if worker.token_hold.compare_exchange(hold, 0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                // Counted before the give-back: whoever gets the token next (and whatever it
+                // tells others) sees the count already.
+                self.taken_back.fetch_add(1, Ordering::Relaxed);
+                self.ran_without.fetch_add(1, Ordering::Relaxed);
                 let given_back = match hold_lease(hold) {
                     Some(cpu) => self.set.release_with_lease(cpu),
                     None => self.set.release(),
@@ -368,8 +400,6 @@ impl PoolTokens {
                 if let Err(e) = given_back {
                     self.failed(&e);
                 }
-                self.taken_back.fetch_add(1, Ordering::Relaxed);
-                self.ran_without.fetch_add(1, Ordering::Relaxed);
                 *seen = (0, 0);
             }
         }
@@ -421,6 +451,12 @@ impl PoolTokens {
         if !self.warned.swap(true, Ordering::Relaxed) {
             tracing::warn!("{e}; this pool's tasks run without a host token while it fails");
         }
+    }
+}
+
+impl Drop for PoolTokens {
+    fn drop(&mut self) {
+        self.set.pool_left();
     }
 }
 
@@ -479,7 +515,7 @@ mod tests {
         let name = format!("cotenant-test-holding-wait-{}", std::process::id());
         let _remove = RemoveNamed(name.clone());
         let set = Arc::new(HostTokens::open(&name, 1).unwrap());
-        let tokens = PoolTokens::new(set, Duration::from_secs(1), Vec::new());
+        let tokens = PoolTokens::new(set, Duration::from_secs(1), Vec::new(), false);
         let stats = WorkerStats::default();
         let Some(before) = own_run_delay() else { return }; // a kernel without schedstat
         let Take::Held(held) = tokens.take(&stats, || false) else { panic!("a free token was not taken") };

@@ -183,6 +183,9 @@ pub struct Builder {
     host_tokens_leases: bool,
     #[cfg(not(loom))]
     host_tokens_size_to_neighbours: bool,
+    /// `host_tokens_off`: no default set.
+    #[cfg(not(loom))]
+    host_tokens_off: bool,
 }
 
 impl Default for Builder {
@@ -207,6 +210,8 @@ impl Default for Builder {
             host_tokens_leases: true,
             #[cfg(not(loom))]
             host_tokens_size_to_neighbours: false,
+            #[cfg(not(loom))]
+            host_tokens_off: false,
         }
     }
 }
@@ -344,8 +349,13 @@ impl Builder {
         self
     }
 
-    /// Share the host's CPU tokens with the other pools that use the same set
-    /// ([`HostTokens`](crate::tokens::HostTokens)): a worker holds a token while it runs a task,
+    /// Share the host's CPU tokens of `tokens` with the other pools that use the same set
+    /// ([`HostTokens`](crate::tokens::HostTokens)), engaged at every task whoever else uses it.
+    /// Without this call a pool shares this user's default set for its CPUs, engaged only while
+    /// another process (or another pool of this one) shares it: see "Host tokens by default"
+    /// below and [`host_tokens_off`](Builder::host_tokens_off).
+    ///
+    /// A worker holds a token while it runs a task,
     /// so that cooperating pools together never run more tasks at once than there are tokens
     /// (one per CPU), and a token one pool gives back wakes a worker waiting for one, in
     /// whichever pool (`docs/host-tokens.md`, with what it costs on a real kernel). A worker
@@ -356,7 +366,21 @@ impl Builder {
     /// controller and takes nothing back), so not combinable with
     /// [`elastic`](Builder::elastic), nor with [`cpu_budget`](Builder::cpu_budget), whose
     /// parking would hold it too. Under
-    /// [`Full::CallerRuns`] the submitter runs its task without a token. Default: no tokens.
+    /// [`Full::CallerRuns`] the submitter runs its task without a token. A task that joins
+    /// another task of its pool runs queued tasks of the pool meanwhile (see [`Task::join`]).
+    ///
+    /// **Host tokens by default.** A pool built without `host_tokens` and without
+    /// [`host_tokens_off`](Builder::host_tokens_off) opens this user's default set for the CPUs
+    /// the process may run on (one set per user and CPU set, `default-<cpulist>`, one token per
+    /// CPU; [`crate::tokens::default_set_name`]) and engages it only while another live process
+    /// counts among the set's members, or another pool of this process uses it: a process
+    /// alone takes no token and makes no system call for one. Engaging and disengaging follow
+    /// within one controller period. Elastic, background and budgeted pools have no default
+    /// set. Where no set can be had (System V IPC refused, a set on the key that another user
+    /// made), the pool runs without tokens, says why once in the log, and shows it in
+    /// [`Metrics::host_tokens`]. The environment decides for every default pool of the process:
+    /// `COTENANT_TOKENS=off` turns the default set off, `COTENANT_TOKENS_SET=NAME` names another
+    /// set (services that should cooperate apart from the rest).
     ///
     /// With tokens, [`Policy::adaptive`] no longer sizes the pool against its neighbours
     /// ([`Policy::sharing_host_tokens`]; opt out with
@@ -379,6 +403,22 @@ impl Builder {
     #[cfg(not(loom))]
     pub fn host_tokens(mut self, tokens: Arc<crate::tokens::HostTokens>) -> Self {
         self.host_tokens = Some(tokens);
+        self
+    }
+
+    /// No host tokens: neither the default set nor one given with
+    /// [`host_tokens`](Builder::host_tokens). The pool then sizes itself against its neighbours
+    /// with its policy alone (`COTENANT_TOKENS=off` does the same for every default pool of the
+    /// process).
+    ///
+    /// ```
+    /// let pool = cotenant::Pool::builder().host_tokens_off().build().unwrap();
+    /// assert_eq!(pool.metrics().host_tokens, cotenant::metrics::TokenState::Off);
+    /// ```
+    #[cfg(not(loom))]
+    pub fn host_tokens_off(mut self) -> Self {
+        self.host_tokens = None;
+        self.host_tokens_off = true;
         self
     }
 
@@ -424,12 +464,16 @@ impl Builder {
         if let Err(why) = self.policy.validate() {
             return invalid(why);
         }
+        // The set the pool shares: the one given, or this user's default set, which is engaged
+        // only while shared (`PoolTokens::gated`).
+        #[cfg(not(loom))]
+        let (tokens, tokens_state) = self.tokens_to_share();
         // Neighbours that share the tokens cannot overcommit the host with us: the adaptive
         // policy stops sizing the pool against them (`Policy::sharing_host_tokens`).
-        // In a period in which a task runs without a token the controller goes back to the
-        // policy as given (`unshared_policy`, `control.rs`).
+        // In a period in which a task runs without a token, or the tokens are not engaged,
+        // the controller goes back to the policy as given (`unshared_policy`, `control.rs`).
         #[cfg(not(loom))]
-        let unshared_policy = if self.host_tokens.is_some() && !self.host_tokens_size_to_neighbours {
+        let unshared_policy = if tokens.is_some() && !self.host_tokens_size_to_neighbours {
             let given = std::mem::take(&mut self.policy);
             self.policy = given.clone().sharing_host_tokens();
             (self.policy != given).then_some(given)
@@ -533,6 +577,10 @@ impl Builder {
         // An elastic pool starts its first `min` threads here, the controller the others.
         let started = initial_target.min(threads);
         let controlled = self.policy.fixed_target().is_none() || self.elastic.is_some();
+        // A fixed pool with tokens registers too: the controller takes back its blocked
+        // holders' tokens and engages or disengages a default set (`control.rs`).
+        #[cfg(not(loom))]
+        let controlled = controlled || tokens.is_some();
         let shared = Arc::new(Shared {
             queue: Queue::new(self.queue_capacity),
             sleep: Sleep::new(threads, initial_target),
@@ -557,12 +605,14 @@ impl Builder {
             #[cfg(not(loom))]
             budget,
             #[cfg(not(loom))]
-            host_tokens: self.host_tokens.clone().map(|set| {
+            host_tokens: tokens.map(|(set, gated)| {
                 // Workers pinned for good take no CPU leases (`host_tokens.rs`).
                 let leases_on =
                     if self.pin_workers || !self.host_tokens_leases { Vec::new() } else { affinity_cpus() };
-                host_tokens::PoolTokens::new(set, self.host_tokens_wait, leases_on)
+                host_tokens::PoolTokens::new(set, self.host_tokens_wait, leases_on, gated)
             }),
+            #[cfg(not(loom))]
+            tokens_state,
             #[cfg(not(loom))]
             elastic: self
                 .elastic
@@ -642,6 +692,31 @@ impl Builder {
     }
 }
 
+#[cfg(not(loom))]
+impl Builder {
+    /// The set this pool shares and whether it is gated (engaged only while shared), or why
+    /// it shares none (`Metrics::host_tokens`).
+    fn tokens_to_share(
+        &self,
+    ) -> (Option<(Arc<crate::tokens::HostTokens>, bool)>, crate::metrics::TokenState) {
+        use crate::metrics::TokenState;
+        use crate::tokens::DefaultTokens;
+        if let Some(set) = &self.host_tokens {
+            return (Some((set.clone(), false)), TokenState::Engaged);
+        }
+        // Pools whose tasks block or park would hold tokens without using a CPU; a background
+        // pool runs only on CPUs nobody else wants, so it has no business taking their tokens.
+        if self.host_tokens_off || self.elastic.is_some() || self.cpu_budget.is_some() || self.background {
+            return (None, TokenState::Off);
+        }
+        match crate::tokens::for_default_pool() {
+            DefaultTokens::On(set) => (Some((set, true)), TokenState::Alone),
+            DefaultTokens::Off => (None, TokenState::Off),
+            DefaultTokens::Unavailable => (None, TokenState::Unavailable),
+        }
+    }
+}
+
 /// The CPUs this process may run on: `cpus::detect()`'s allowed CPUs, or what the standard
 /// library reports when detection fails (it reads the affinity mask too).
 fn default_threads() -> usize {
@@ -655,7 +730,7 @@ fn default_threads() -> usize {
 /// The CPUs in the calling thread's affinity mask (which the kernel keeps within the cgroup's
 /// cpuset), ascending; empty when it cannot be read (pinning is then skipped, and the
 /// placement shows no pinned worker).
-fn affinity_cpus() -> Vec<u32> {
+pub(crate) fn affinity_cpus() -> Vec<u32> {
     #[cfg(not(loom))]
     if let Ok(set) = placement::current_thread_mask() {
         let bits = 8 * std::mem::size_of::<libc::cpu_set_t>();
@@ -718,6 +793,9 @@ pub(crate) struct Shared {
     /// The host's CPU tokens, if the pool shares them (`host_tokens.rs`).
     #[cfg(not(loom))]
     pub(crate) host_tokens: Option<host_tokens::PoolTokens>,
+    /// Why the pool has no tokens, or (with tokens) the state at build (`Metrics::host_tokens`).
+    #[cfg(not(loom))]
+    tokens_state: crate::metrics::TokenState,
     /// An elastic pool's settings and counters (`elastic.rs`).
     #[cfg(not(loom))]
     pub(crate) elastic: Option<elastic::Elastic>,
@@ -970,6 +1048,12 @@ impl Shared {
                 .map_or(0, |t| t.fallback_periods.load(Ordering::Relaxed)),
             #[cfg(not(loom))]
             token_takebacks: shared.host_tokens.as_ref().map_or(0, |t| t.taken_back.load(Ordering::Relaxed)),
+            #[cfg(not(loom))]
+            host_tokens: match &shared.host_tokens {
+                Some(tokens) if tokens.is_engaged() => crate::metrics::TokenState::Engaged,
+                Some(_) => crate::metrics::TokenState::Alone,
+                None => shared.tokens_state,
+            },
             #[cfg(loom)]
             token_takebacks: 0,
             #[cfg(loom)]
@@ -980,6 +1064,8 @@ impl Shared {
             token_takes: 0,
             #[cfg(loom)]
             token_errors: 0,
+            #[cfg(loom)]
+            host_tokens: crate::metrics::TokenState::Off,
             #[cfg(not(loom))]
             budget: shared.budget.as_ref().map(|budget| crate::metrics::BudgetMetrics {
                 quota_ns: budget.bandwidth.quota_ns(),
@@ -1232,10 +1318,12 @@ impl Pool {
     }
 
     fn stop(&self, cancel: bool) {
-        // The controller must stop reading our workers' clocks before they exit.
+        // While the queue drains the controller still takes back blocked holders' tokens, but
+        // samples nothing (`Registration::drain`); it lets go of the pool once the workers are
+        // gone (each clears its clock before it exits).
         #[cfg(not(loom))]
         if let Some(control) = &self.control {
-            control.unregister();
+            control.drain();
         }
         self.shared.close(cancel);
         let handles = std::mem::take(&mut *lock(&self.handles));
@@ -1255,6 +1343,11 @@ impl Pool {
         let mut live = lock(&self.shared.live);
         while *live > own {
             live = wait(&self.shared.exited, live);
+        }
+        drop(live);
+        #[cfg(not(loom))]
+        if let Some(control) = &self.control {
+            control.unregister();
         }
     }
 }

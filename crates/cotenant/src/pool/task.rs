@@ -161,9 +161,16 @@ pub struct Task<T> {
 
 impl<T> Task<T> {
     /// Waits for the task and returns its value, or why there is none.
+    ///
+    /// Called from a task running on a pool's worker, it first runs tasks queued in that pool
+    /// while this one is not done (as rayon's `join` helps), so that a task joining another of
+    /// its own pool never waits for a worker that may not come (the pool's target at 1, say).
+    /// The calling task is then delayed by the tasks it runs meanwhile.
     pub fn join(self) -> Result<T, JoinError> {
         let backoff = Backoff::default().spins(JOIN_SPIN_ROUNDS).yields(JOIN_YIELD_ROUNDS);
         spin_then_yield(&backoff, || self.slot.resolved.load(Ordering::Acquire));
+        #[cfg(not(loom))]
+        super::worker::run_queued_while_waiting(&|| self.slot.resolved.load(Ordering::Acquire));
         let mut state = lock(&self.slot.state);
         loop {
             match &mut *state {

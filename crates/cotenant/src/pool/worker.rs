@@ -148,7 +148,43 @@ thread_local! {
     /// The `Shared` this thread is a worker of (its address), or 0: lets the pool recognise
     /// its own workers calling `shutdown` or submitting to a full queue.
     pub(crate) static CURRENT_POOL: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// This worker's index in `CURRENT_POOL`'s workers (meaningful while that is not 0).
+    static CURRENT_INDEX: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
+
+/// Called by `Task::join` before it blocks: on a worker thread, runs tasks queued in the
+/// worker's own pool until `done` holds or the queue is empty. A task that joins a task of its
+/// own pool would otherwise wait for a worker that may never come (the pool's target at 1, or
+/// every allowed worker joining): the task it waits for is either still queued, and this runs
+/// it (or what is ahead of it), or taken by another worker, and then it will resolve. The
+/// caller keeps its host token (if it holds one) while it runs these tasks: it uses its CPU.
+#[cfg(not(loom))]
+pub(crate) fn run_queued_while_waiting(done: &dyn Fn() -> bool) {
+    let pool = CURRENT_POOL.with(|current| current.get());
+    if pool == 0 {
+        return;
+    }
+    // SAFETY: `CURRENT_POOL` is set by `run` to the address of the `Shared` it holds an `Arc`
+    // of for as long as the thread is a worker, and cleared before that `Arc` is dropped; this
+    // runs on that thread, inside one of its tasks, so the `Shared` is alive.
+    let shared = unsafe { &*(pool as *const Shared) };
+    let stats = &shared.workers[CURRENT_INDEX.with(|index| index.get())];
+    while !done() {
+        let Some(job) = shared.queue.pop() else { return };
+        shared.after_pop();
+        if shared.is_cancelling() {
+            cancel(job, stats);
+            continue;
+        }
+        if guarded(move || job.run() == Outcome::Panicked) {
+            stats.panicked.fetch_add(1, Ordering::Relaxed);
+        }
+        stats.completed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(not(loom))]
+thread_local! {}
 
 /// Tells the pool this worker has exited, however the loop ends.
 struct ExitGuard<'a>(&'a Shared, usize);
@@ -160,6 +196,11 @@ impl Drop for ExitGuard<'_> {
         super::budget::leave();
         #[cfg(not(loom))]
         CURRENT_POOL.with(|current| current.set(0));
+        // The controller must not read this thread's clock or take back its hold once it is
+        // gone (a draining pool stays registered until every worker has exited).
+        let stats = &self.0.workers[self.1];
+        stats.cpu_clock.store(0, std::sync::atomic::Ordering::Release);
+        stats.tid.store(0, std::sync::atomic::Ordering::Release);
         // The slot is free for a new thread (elastic pools): this one touches it no more.
         self.0.workers[self.1].occupied.store(false, std::sync::atomic::Ordering::Release);
         self.0.worker_exited();
@@ -209,6 +250,8 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     let mut meter = elastic.then(super::elastic::TaskMeter::for_current_thread);
     #[cfg(not(loom))]
     CURRENT_POOL.with(|current| current.set(Arc::as_ptr(&shared) as usize));
+    #[cfg(not(loom))]
+    CURRENT_INDEX.with(|current| current.set(index));
     stats.register_thread();
     // Pools without a budget skip its thread-local bookkeeping on the task path entirely.
     #[cfg(not(loom))]
@@ -254,7 +297,12 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                         Some(held)
                     }
                     None => {
-                        match shared.host_tokens.as_ref().map(|t| t.take(stats, || shared.is_cancelling())) {
+                        match shared
+                            .host_tokens
+                            .as_ref()
+                            .filter(|t| t.is_engaged())
+                            .map(|t| t.take(stats, || shared.is_cancelling()))
+                        {
                             Some(super::host_tokens::Take::Cancelled) => {
                                 cancel(job, stats);
                                 continue;

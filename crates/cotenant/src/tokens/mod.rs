@@ -10,9 +10,20 @@
 //!
 //! The tokens are a System V semaphore, because only it gives them back when a process dies
 //! holding some (`SEM_UNDO`: the kernel undoes a dead process's adjustments). Its key is derived
-//! from a name and the user id, so only one user's processes share a set (no other user can hold
-//! our tokens). The set lives in the IPC namespace: processes in different containers do not
-//! share tokens unless the containers share it (`docker --ipc`, a pod's containers do).
+//! from a name and the user id, so only one user's processes share a set. A key can be computed
+//! by anyone, so a set found on it is trusted only if this user created it and owns it and
+//! nobody else may touch it (`IPC_STAT`: creator, owner, mode 0600), its marker says it is
+//! cotenant's, and its name check matches the name (two names whose keys collide are told
+//! apart): another user who creates a set on our key first cannot hold, count or remove our
+//! tokens, because our processes refuse the set and say why. The set lives in the IPC
+//! namespace: processes in different containers do not share tokens unless the containers share
+//! it (`docker --ipc`, a pod's containers do).
+//!
+//! **Members.** Every process that opens a named set as a member ([`HostTokens::open`]) counts
+//! itself in `MEMBERS` with `SEM_UNDO`, so the kernel keeps the count right when a member dies.
+//! A pool engages its tokens only while the set is shared ([`HostTokens::shared_now`]: another
+//! member process, or another pool of this process): a process alone on its CPUs takes no token
+//! and makes no system call for one (`default.rs`, `pool/host_tokens.rs`).
 //!
 //! The hand-over (who gets a freed token, and how the waiter wakes) goes through a pipe
 //! (`wakeup.rs`): the semaphore's own wait wakes its waiter in a way that leaves a CPU idle on a
@@ -58,20 +69,30 @@
 //! while there are no more tokens than leases. A set without leases (made by an older
 //! cotenant, or where the kernel's per-set limit is too low for one per CPU) works as before.
 
+mod default;
+pub mod list;
 mod wakeup;
+
+pub use default::{default_set_name, DEFAULT_SET_ENV, TOKENS_ENV};
+pub(crate) use default::{for_default_pool, DefaultTokens};
 
 use std::cell::Cell;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use wakeup::WakeUps;
 
-/// The value of the marker semaphore in a set created by cotenant.
-const MAGIC: i32 = 0x0c07;
-/// The semaphores of a set: free tokens, marker, count, waiters on the pipe.
-const NSEMS: i32 = 4;
+/// The value of the marker semaphore in a set created by cotenant (layout 2: with members and
+/// a name check).
+const MAGIC: i32 = 0x0c08;
+/// The marker of the first layout (four semaphores, then leases): refused, and listed as such.
+const OLD_MAGIC: i32 = 0x0c07;
+/// The semaphores of a set: free tokens, marker, count, waiters on the pipe, member processes,
+/// name check.
+const NSEMS: i32 = 6;
 /// The most CPU leases a set holds (one semaphore each, after the protocol's four); CPUs
 /// beyond get none.
 pub const MAX_LEASES: u32 = 1024;
@@ -79,6 +100,15 @@ const SEM_TOKENS: u16 = 0;
 const SEM_MAGIC: u16 = 1;
 const SEM_COUNT: u16 = 2;
 const SEM_WAITERS: u16 = 3;
+const SEM_MEMBERS: u16 = 4;
+/// The semaphore counting member processes, for tests that count a forked child as a member
+/// with a raw `semop` (a child of a multi-threaded process may not allocate).
+#[doc(hidden)]
+pub const MEMBERS_SEMAPHORE: u16 = SEM_MEMBERS;
+/// The semaphore holding the free tokens (as [`MEMBERS_SEMAPHORE`]).
+#[doc(hidden)]
+pub const TOKENS_SEMAPHORE: u16 = SEM_TOKENS;
+const SEM_NAME: u16 = 5;
 /// The most tokens a set can hold (`SEMVMX`).
 pub const MAX_TOKENS: u32 = 32767;
 /// How long `open` waits for another process to finish creating the set.
@@ -99,6 +129,10 @@ pub struct HostTokens {
     /// Whether this process also waits on the pipe (`false`: on the semaphore, see
     /// [`NO_PIPE_ENV`]).
     waits_on_pipe: bool,
+    /// This handle counted the process in `MEMBERS` (uncounted on drop).
+    member: bool,
+    /// Pools of this process using this handle (`pool/host_tokens.rs`).
+    pools: AtomicU32,
 }
 
 thread_local! {
@@ -184,14 +218,29 @@ fn sembuf(num: u16, op: i16, flags: i32) -> libc::sembuf {
 }
 
 impl HostTokens {
-    /// Opens the token set `name` of this user, creating it with `count` tokens if nobody has
-    /// (the first process to open a set decides its count; [`count`](Self::count) tells). The
-    /// set outlives the processes (a kernel object, like a file); the tokens any of them held
-    /// come back when it exits. [`remove`](Self::remove) deletes it.
+    /// Opens the token set `name` of this user as a member, creating it with `count` tokens if
+    /// nobody has (the first process to open a set decides its count; [`count`](Self::count)
+    /// tells). The set outlives the processes (a kernel object, like a file); the tokens any of
+    /// them held come back when it exits, and so does its place in the member count.
+    /// [`remove`](Self::remove) deletes it. A set on the name's key that another user created or
+    /// may write, that is not cotenant's, or that was made for another name, is refused with the
+    /// reason.
     pub fn open(name: &str, count: u32) -> Result<HostTokens, TokensError> {
-        if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
-            return Err(error(format!("name {name:?}: 1 to 200 bytes, no control characters")));
-        }
+        let mut tokens = HostTokens::open_uncounted(name, count)?;
+        tokens.semop(&mut [sembuf(SEM_MEMBERS, 1, libc::SEM_UNDO)], "counting this process as a member")?;
+        tokens.member = true;
+        Ok(tokens)
+    }
+
+    /// [`open`](Self::open) without counting this process as a member: for a process that
+    /// creates, watches or removes a set its children use (the lab, `cotenant tokens`), so
+    /// that a lone child still finds itself alone.
+    pub fn open_observer(name: &str, count: u32) -> Result<HostTokens, TokensError> {
+        HostTokens::open_uncounted(name, count)
+    }
+
+    fn open_uncounted(name: &str, count: u32) -> Result<HostTokens, TokensError> {
+        check_name(name)?;
         check_count(count)?;
         let err = match create_set(user_key(name), libc::IPC_CREAT | libc::IPC_EXCL | 0o600) {
             Ok(created) => return HostTokens::initialise_new(created, count, name),
@@ -202,7 +251,21 @@ impl HostTokens {
         }
         let semid = existing(name).map_err(|e| error(format!("opening set {name:?} (semget): {e}")))?;
         let mut tokens = HostTokens::without_pipe(semid, 0, name);
+        // Trusted only once we know who made it: a key anyone can compute is no proof.
+        if let Some(why) = foreign(&tokens.stat()?) {
+            return Err(error(format!(
+                "set {name:?} (key {:#010x}) refused: {why}; remove it (`ipcrm -s {semid}`) or choose another name",
+                user_key(name)
+            )));
+        }
         tokens.wait_until_initialised()?;
+        if tokens.value(SEM_NAME)? != u32::from(name_check(name)) {
+            return Err(error(format!(
+                "set {name:?}: its key {:#010x} holds the set of another name (the keys of two names collide); \
+                 choose another name",
+                user_key(name)
+            )));
+        }
         tokens.count = tokens.value(SEM_COUNT)?;
         tokens.leases = tokens.semaphores()?.saturating_sub(NSEMS as u32);
         tokens.open_pipe();
@@ -221,10 +284,14 @@ impl HostTokens {
         // A pipe left by a removed set may still hold its wake-ups; drained before the set
         // is usable (initialised), so that no wake-up of this set is lost.
         tokens.wakeups.iter().for_each(WakeUps::drain);
-        tokens.initialise(count).map_err(|e| {
+        tokens.initialise(count, name_check(name)).map_err(|e| {
             let _ = tokens.remove_set();
             error(format!("initialising set {name:?}: {e}"))
         })?;
+        // For `cotenant tokens list`: a key does not tell its name.
+        if let Err(e) = list::write_name(&fifo_path(name), name) {
+            tracing::debug!("host tokens: set {name:?}: its name was not recorded ({e})");
+        }
         Ok(tokens)
     }
 
@@ -243,7 +310,9 @@ impl HostTokens {
         let mut tokens = HostTokens::without_pipe(semid, count, "(private)");
         tokens.leases = leases;
         tokens.remove_on_drop = true;
-        tokens.initialise(count).map_err(|e| error(format!("initialising a private set: {e}")))?;
+        tokens
+            .initialise(count, name_check("(private)"))
+            .map_err(|e| error(format!("initialising a private set: {e}")))?;
         tokens.wakeups =
             Some(WakeUps::anonymous().map_err(|e| error(format!("creating a private set's pipe: {e}")))?);
         tokens.waits_on_pipe = true;
@@ -276,12 +345,14 @@ impl HostTokens {
             leases: 0,
             wakeups: None,
             waits_on_pipe: false,
+            member: false,
+            pools: AtomicU32::new(0),
         }
     }
 
     /// The set's first `semop` (it also stamps `sem_otime`, which tells openers it is ready).
     /// Without `SEM_UNDO`: the tokens must stay when the creator exits.
-    fn initialise(&self, count: u32) -> io::Result<()> {
+    fn initialise(&self, count: u32, name_check: u16) -> io::Result<()> {
         if self.leases > 0 {
             // Every lease free; SETALL does not stamp `sem_otime`, the semop below does.
             let mut values = vec![0u16; NSEMS as usize + self.leases as usize];
@@ -295,6 +366,7 @@ impl HostTokens {
             sembuf(SEM_TOKENS, count as i16, 0),
             sembuf(SEM_MAGIC, MAGIC as i16, 0),
             sembuf(SEM_COUNT, count as i16, 0),
+            sembuf(SEM_NAME, name_check as i16, 0),
         ];
         self.raw_semop(&mut ops)
     }
@@ -316,7 +388,7 @@ impl HostTokens {
         Ok(Some(self.value(SEM_MAGIC)? == MAGIC as u32))
     }
 
-    fn stat(&self) -> Result<libc::semid_ds, TokensError> {
+    pub(crate) fn stat(&self) -> Result<libc::semid_ds, TokensError> {
         // SAFETY: semid_ds is plain data; IPC_STAT fills it.
         let mut ds: libc::semid_ds = unsafe { std::mem::zeroed() };
         // SAFETY: IPC_STAT takes a pointer to a semid_ds.
@@ -364,6 +436,36 @@ impl HostTokens {
             return Err(error(format!("set {:?} (GETVAL): {}", self.name, io::Error::last_os_error())));
         }
         Ok(value as u32)
+    }
+
+    /// Processes counted as members of the set now ([`open`](Self::open); the kernel uncounts a
+    /// member that dies). A private set has none.
+    pub fn members(&self) -> Result<u32, TokensError> {
+        self.value(SEM_MEMBERS)
+    }
+
+    /// Whether cooperating through this set can matter now: a private set always (its pools
+    /// chose to share it); a named set while another member process is counted or more than one
+    /// pool of this process uses it. An unreadable count reads as shared (the take then reports
+    /// the error). A pool that takes tokens only while this holds pays nothing alone.
+    pub fn shared_now(&self) -> bool {
+        self.remove_on_drop
+            || self.pools.load(Ordering::Relaxed) > 1
+            || self.members().map_or(true, |members| members > u32::from(self.member))
+    }
+
+    /// A pool of this process starts or stops using the set (`shared_now`).
+    pub(crate) fn pool_joined(&self) {
+        self.pools.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn pool_left(&self) {
+        self.pools.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The set's System V id (what `ipcs -s` shows and `ipcrm -s` takes).
+    pub fn semid(&self) -> i32 {
+        self.semid
     }
 
     /// The set's name (`"(private)"` for a private set).
@@ -728,6 +830,9 @@ impl HostTokens {
             Err(e) => return Err(error(format!("set {name:?} (semget): {e}"))),
         };
         let set = HostTokens::without_pipe(semid, 0, name);
+        if let Some(why) = foreign(&set.stat()?) {
+            return Err(error(format!("set {name:?}: not removed, {why} (`ipcrm -s {semid}` as its owner)")));
+        }
         if set.initialised()? == Some(false) {
             return Err(error(format!(
                 "set {name:?}: its key holds a semaphore set that is not cotenant's; not removed"
@@ -755,8 +860,48 @@ impl Drop for HostTokens {
     fn drop(&mut self) {
         if self.remove_on_drop {
             let _ = self.remove_set();
+        } else if self.member {
+            // Cancels this handle's `SEM_UNDO` count (a set removed meanwhile: nothing to do).
+            let _ = self.raw_semop(&mut [sembuf(SEM_MEMBERS, -1, libc::SEM_UNDO | libc::IPC_NOWAIT)]);
         }
     }
+}
+
+/// Why a set found on one of our keys is not to be trusted (`None`: this user made it, owns it,
+/// and nobody else may read or write it).
+pub(crate) fn foreign(ds: &libc::semid_ds) -> Option<String> {
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let perm = &ds.sem_perm;
+    #[allow(clippy::unnecessary_cast)] // `mode` is a c_ushort on some targets, c_uint on others.
+    let mode = perm.mode as u32 & 0o777;
+    if perm.cuid != uid {
+        Some(format!("created by uid {}, not by this user (uid {uid})", perm.cuid))
+    } else if perm.uid != uid {
+        Some(format!("owned by uid {}, not by this user (uid {uid})", perm.uid))
+    } else if mode & 0o077 != 0 {
+        Some(format!("mode {mode:04o} lets other users use it (cotenant makes sets 0600)"))
+    } else {
+        None
+    }
+}
+
+/// A second, independent hash of a set's name, kept in the set (`SEM_NAME`, 1..=32767): tells
+/// apart two names whose keys collide.
+fn name_check(name: &str) -> u16 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in format!("cotenant-name/{name}").bytes().rev() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    (hash % 32767) as u16 + 1
+}
+
+fn check_name(name: &str) -> Result<(), TokensError> {
+    if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+        return Err(error(format!("name {name:?}: 1 to 200 bytes, no control characters")));
+    }
+    Ok(())
 }
 
 /// The semaphore holding `cpu`'s lease (`cpu` below `MAX_LEASES`).
@@ -813,6 +958,7 @@ pub const NO_PIPE_ENV: &str = "COTENANT_TOKENS_NO_PIPE";
 
 fn remove_fifo(name: &str) -> Result<(), TokensError> {
     let path = fifo_path(name);
+    list::remove_name(&path);
     WakeUps::remove(&path)
         .map_err(|e| error(format!("set {name:?}: removing its pipe {}: {e}", path.display())))
 }
@@ -848,7 +994,7 @@ mod tests {
         let semid = unsafe { libc::semget(user_key(&name), NSEMS, libc::IPC_CREAT | libc::IPC_EXCL | 0o600) };
         assert!(semid >= 0, "semget: {}", io::Error::last_os_error());
         // What an older cotenant made: the protocol's four semaphores, initialised.
-        HostTokens::without_pipe(semid, 1, &name).initialise(1).unwrap();
+        HostTokens::without_pipe(semid, 1, &name).initialise(1, name_check(&name)).unwrap();
         let _remove = RemoveNamed(name.clone());
         let tokens = HostTokens::open(&name, 1).unwrap();
         assert_eq!((tokens.count(), tokens.leases()), (1, 0));

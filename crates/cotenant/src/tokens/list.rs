@@ -1,0 +1,295 @@
+//! Which token sets exist for this user, and removing them (`cotenant tokens list | remove`).
+//!
+//! The kernel lists every System V semaphore set in `/proc/sysvipc/sem` (key, id, mode,
+//! owner, creator); a set is shown when this user owns it and its marker says it is cotenant's
+//! (either layout), or when it sits on the key of this process's default set (then whoever made
+//! it, with why it is refused). A key does not tell its name: the creator of a named set writes
+//! the name next to its pipe (`<pipe>.name`, mode 0600, never through a symlink, trusted only
+//! when owned by this user).
+
+use std::io::{self, Read as _, Write as _};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use super::{error, foreign, HostTokens, TokensError};
+
+/// One row of `/proc/sysvipc/sem`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SysvSet {
+    /// The System V key.
+    pub key: i32,
+    /// The set's id (what `ipcrm -s` takes).
+    pub semid: i32,
+    /// Permission bits (`perms`, octal in the file).
+    pub mode: u32,
+    /// Semaphores in the set.
+    pub nsems: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Creator.
+    pub cuid: u32,
+}
+
+/// Parses `/proc/sysvipc/sem` (pure): a header line, then one line per set with `key semid
+/// perms nsems uid gid cuid cgid otime ctime`. A malformed line is an error naming it.
+pub fn parse_sysvipc_sem(text: &str) -> Result<Vec<SysvSet>, String> {
+    let mut lines = text.lines();
+    match lines.next() {
+        Some(header) if header.split_whitespace().next() == Some("key") => {}
+        Some(header) => return Err(format!("/proc/sysvipc/sem: unexpected header {header:?}")),
+        None => return Ok(Vec::new()),
+    }
+    let mut sets = Vec::new();
+    for line in lines.filter(|l| !l.trim().is_empty()) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let bad = |what: &str| format!("/proc/sysvipc/sem: line {line:?}: {what}");
+        if fields.len() < 8 {
+            return Err(bad("fewer than 8 fields"));
+        }
+        let int = |i: usize, name: &str| {
+            fields[i].parse::<i64>().map_err(|_| bad(&format!("{name} is not a number")))
+        };
+        let key = int(0, "key")?;
+        sets.push(SysvSet {
+            key: i32::try_from(key)
+                .or_else(|_| u32::try_from(key).map(|k| k as i32))
+                .map_err(|_| bad("key out of range"))?,
+            semid: i32::try_from(int(1, "semid")?).map_err(|_| bad("semid out of range"))?,
+            mode: u32::from_str_radix(fields[2], 8).map_err(|_| bad("perms is not octal"))?,
+            nsems: u32::try_from(int(3, "nsems")?).map_err(|_| bad("nsems out of range"))?,
+            uid: u32::try_from(int(4, "uid")?).map_err(|_| bad("uid out of range"))?,
+            cuid: u32::try_from(int(6, "cuid")?).map_err(|_| bad("cuid out of range"))?,
+        });
+    }
+    Ok(sets)
+}
+
+/// A token set as `cotenant tokens list` shows it. The counts are `None` for a refused set
+/// (not read: they may mean anything).
+#[derive(Debug, Clone)]
+pub struct SetInfo {
+    /// The System V key.
+    pub key: i32,
+    /// The set's id.
+    pub semid: i32,
+    /// The name its creator recorded, if any.
+    pub name: Option<String>,
+    /// Owner uid.
+    pub owner: u32,
+    /// Creator uid.
+    pub creator: u32,
+    /// Permission bits.
+    pub mode: u32,
+    /// Tokens the set was created with.
+    pub tokens: Option<u32>,
+    /// Tokens nobody holds now.
+    pub free: Option<u32>,
+    /// Threads waiting for a token now.
+    pub waiting: Option<u32>,
+    /// Member processes (0 for a set of the older layout, which has no count).
+    pub members: Option<u32>,
+    /// CPU leases in the set.
+    pub leases: u32,
+    /// Why cotenant's pools refuse it, if they do.
+    pub refused: Option<String>,
+}
+
+/// This user's token sets, and any set on the key of this process's default set.
+pub fn list() -> Result<Vec<SetInfo>, TokensError> {
+    let text = std::fs::read_to_string("/proc/sysvipc/sem")
+        .map_err(|e| error(format!("reading /proc/sysvipc/sem: {e}")))?;
+    let sets = parse_sysvipc_sem(&text).map_err(error)?;
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let default_key = super::user_key(&super::default_set_name().0);
+    let mut found = Vec::new();
+    for set in sets {
+        if set.uid != uid && set.key != default_key {
+            continue;
+        }
+        if let Some(info) = describe(&set) {
+            found.push(info);
+        }
+    }
+    found.sort_by(|a, b| a.name.cmp(&b.name).then(a.key.cmp(&b.key)));
+    Ok(found)
+}
+
+/// What a listed set is; `None` for a set of this user that is not cotenant's.
+fn describe(set: &SysvSet) -> Option<SetInfo> {
+    let handle = HostTokens::without_pipe(set.semid, 0, "(listed)");
+    let path = super::wakeup::fifo_path(set.uid, set.key);
+    let mut info = SetInfo {
+        key: set.key,
+        semid: set.semid,
+        name: read_name(&path),
+        owner: set.uid,
+        creator: set.cuid,
+        mode: set.mode & 0o777,
+        tokens: None,
+        free: None,
+        waiting: None,
+        members: None,
+        leases: 0,
+        refused: None,
+    };
+    let ds = handle.stat().ok()?;
+    if let Some(why) = foreign(&ds) {
+        info.refused = Some(why);
+        return Some(info);
+    }
+    let marker = if set.nsems >= 2 { handle.value(super::SEM_MAGIC).ok() } else { None };
+    match marker {
+        Some(m) if m == super::MAGIC as u32 && set.nsems >= super::NSEMS as u32 => {
+            info.tokens = handle.value(super::SEM_COUNT).ok();
+            info.free = handle.available().ok();
+            info.waiting = handle.waiting().ok();
+            info.members = handle.members().ok();
+            info.leases = set.nsems - super::NSEMS as u32;
+            if let Some(name) = &info.name {
+                if handle.value(super::SEM_NAME).ok() != Some(u32::from(super::name_check(name))) {
+                    info.refused = Some(format!("its recorded name {name:?} does not match the set"));
+                }
+            }
+        }
+        Some(m) if m == super::OLD_MAGIC as u32 => {
+            info.refused = Some("made by an older cotenant (another layout); remove it".into());
+        }
+        // This user's set, not cotenant's: none of our business, unless it squats our key.
+        _ if set.key != super::user_key(&super::default_set_name().0) => return None,
+        _ => info.refused = Some("not a cotenant set".into()),
+    }
+    Some(info)
+}
+
+/// Removes the listed set with key `key`, its pipe and its recorded name. Refused while member
+/// processes are counted, unless `force` (their pools then run without tokens); a set this user
+/// did not create, or that is not cotenant's, is removed only with `force`.
+pub fn remove(key: i32, force: bool) -> Result<(), TokensError> {
+    let info = list()?.into_iter().find(|set| set.key == key).ok_or_else(|| {
+        error(format!("no token set with key {:#010x} (see `cotenant tokens list`)", key as u32))
+    })?;
+    let label = info.name.clone().unwrap_or_else(|| format!("key {:#010x}", key as u32));
+    if !force {
+        if let Some(why) = &info.refused {
+            return Err(error(format!("set {label}: {why}; not removed without --force")));
+        }
+        if let Some(members) = info.members.filter(|&m| m > 0) {
+            return Err(error(format!(
+                "set {label}: {members} member process(es) still use it; not removed without --force"
+            )));
+        }
+    }
+    let handle = HostTokens::without_pipe(info.semid, 0, &label);
+    handle.remove_set()?;
+    let path = super::wakeup::fifo_path(info.owner, key);
+    remove_name(&path);
+    super::wakeup::WakeUps::remove(&path)
+        .map_err(|e| error(format!("set {label}: removing its pipe {}: {e}", path.display())))
+}
+
+/// The key of a listed set given by name or by key (`0x1234abcd`).
+pub fn resolve(name_or_key: &str) -> Result<i32, TokensError> {
+    if let Some(hex) = name_or_key.strip_prefix("0x") {
+        return u32::from_str_radix(hex, 16)
+            .map(|k| k as i32)
+            .map_err(|_| error(format!("{name_or_key:?} is not a key (0x and 8 hex digits)")));
+    }
+    super::check_name(name_or_key)?;
+    Ok(super::user_key(name_or_key))
+}
+
+fn name_path(pipe: &Path) -> PathBuf {
+    let mut path = pipe.as_os_str().to_owned();
+    path.push(".name");
+    PathBuf::from(path)
+}
+
+/// Records `name` next to the set's pipe (`pipe`): created afresh, mode 0600, never through a
+/// symlink; a stale file of ours is replaced.
+pub(super) fn write_name(pipe: &Path, name: &str) -> io::Result<()> {
+    let path = name_path(pipe);
+    let create = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+    };
+    let mut file = match create() {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            // Left by a removed set of the same key; `symlink_metadata` does not follow.
+            let meta = std::fs::symlink_metadata(&path)?;
+            // SAFETY: getuid cannot fail.
+            if !meta.file_type().is_file() || meta.uid() != unsafe { libc::getuid() } {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "a file of another user is there",
+                ));
+            }
+            std::fs::remove_file(&path)?;
+            create()?
+        }
+        other => other?,
+    };
+    file.write_all(name.as_bytes())
+}
+
+/// The name recorded next to `pipe`, if a regular file of this user holds one.
+fn read_name(pipe: &Path) -> Option<String> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(name_path(pipe))
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    // SAFETY: getuid cannot fail.
+    if !meta.is_file() || meta.uid() != unsafe { libc::getuid() } || meta.mode() & 0o022 != 0 {
+        return None;
+    }
+    let mut name = String::new();
+    file.take(256).read_to_string(&mut name).ok()?;
+    (!name.is_empty() && super::check_name(&name).is_ok()).then_some(name)
+}
+
+/// Removes the name recorded next to `pipe` (nothing if there is none).
+pub(super) fn remove_name(pipe: &Path) {
+    let _ = std::fs::remove_file(name_path(pipe));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str =
+        "       key      semid perms      nsems   uid   gid  cuid  cgid      otime      ctime\n\
+        \x20 -98271372          3   600          8     0     0     0     0 1764171955 1764171950\n\
+        \x20         0          4   666          1  1000  1000  1000  1000          0 1764171951\n";
+
+    #[test]
+    fn the_kernels_list_of_semaphore_sets_is_read_field_by_field() {
+        let sets = parse_sysvipc_sem(SAMPLE).unwrap();
+        assert_eq!(sets[0], SysvSet { key: -98271372, semid: 3, mode: 0o600, nsems: 8, uid: 0, cuid: 0 });
+        assert_eq!((sets[1].mode, sets[1].uid, sets[1].cuid), (0o666, 1000, 1000));
+        assert!(parse_sysvipc_sem("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_malformed_list_is_an_error_naming_the_line() {
+        let e = parse_sysvipc_sem("key semid\n 1 2 9x9 4 0 0 0 0 0 0\n").unwrap_err();
+        assert!(e.contains("perms is not octal") && e.contains("9x9"), "{e}");
+        let e = parse_sysvipc_sem("key\n 1 2\n").unwrap_err();
+        assert!(e.contains("fewer than 8"), "{e}");
+        let e = parse_sysvipc_sem("nonsense\n").unwrap_err();
+        assert!(e.contains("unexpected header"), "{e}");
+    }
+
+    #[test]
+    fn names_and_keys_resolve_and_bad_ones_say_why() {
+        assert_eq!(resolve("0x0000002a").unwrap(), 42);
+        assert_eq!(resolve("web").unwrap(), super::super::user_key("web"));
+        assert!(resolve("0xzz").unwrap_err().to_string().contains("not a key"));
+        assert!(resolve("").unwrap_err().to_string().contains("1 to 200 bytes"));
+    }
+}
