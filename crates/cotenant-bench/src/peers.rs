@@ -28,9 +28,13 @@ pub enum PeerKind {
     /// cotenant's pool with `Policy::fixed(n)`
     #[value(name = "cotenant-fixed")]
     CotenantFixed,
-    /// cotenant's pool with `Policy::adaptive()` and n threads
+    /// cotenant's default pool: `Policy::adaptive()`, n threads, the default host-token set
+    /// (alone in this process: engaged only if another cotenant process shares it)
     #[value(name = "cotenant-adaptive")]
     CotenantAdaptive,
+    /// the same with host tokens off (`Builder::host_tokens_off`)
+    #[value(name = "cotenant-plain")]
+    CotenantPlain,
     /// the adaptive pool sharing host CPU tokens (a private set of n tokens), with CPU leases
     #[value(name = "cotenant-tokens")]
     CotenantTokens,
@@ -56,9 +60,10 @@ pub enum PeerKind {
 
 impl PeerKind {
     /// Every peer, in the order of a full run.
-    pub const ALL: [PeerKind; 9] = [
+    pub const ALL: [PeerKind; 10] = [
         PeerKind::CotenantFixed,
         PeerKind::CotenantAdaptive,
+        PeerKind::CotenantPlain,
         PeerKind::CotenantTokens,
         PeerKind::CotenantTokensNoLeases,
         PeerKind::Rayon,
@@ -73,6 +78,7 @@ impl PeerKind {
         match self {
             PeerKind::CotenantFixed => "cotenant-fixed",
             PeerKind::CotenantAdaptive => "cotenant-adaptive",
+            PeerKind::CotenantPlain => "cotenant-plain",
             PeerKind::CotenantTokens => "cotenant-tokens",
             PeerKind::CotenantTokensNoLeases => "cotenant-tokens-noleases",
             PeerKind::Rayon => "rayon",
@@ -122,8 +128,10 @@ pub struct CotenantPeer {
 /// How a cotenant peer takes host CPU tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tokens {
-    /// No tokens.
-    None,
+    /// What `Pool::builder()` does: the default set, engaged only while shared.
+    Default,
+    /// No tokens (`Builder::host_tokens_off`).
+    Off,
     /// A private set of one token per thread (nobody else takes them: the cost of the
     /// mechanism, not of waiting), with or without CPU leases.
     Private {
@@ -141,6 +149,9 @@ impl CotenantPeer {
             .queue_capacity(QUEUE_CAPACITY)
             .on_full(cotenant::Full::Block)
             .name("bench");
+        if tokens == Tokens::Off {
+            builder = builder.host_tokens_off();
+        }
         if let Tokens::Private { leases } = tokens {
             let count =
                 u32::try_from(threads).map_err(|_| format!("{threads} threads: too many for a token set"))?;

@@ -135,9 +135,10 @@ fn measure(peer: PeerKind, workload: Workload, config: &Config) -> Result<f64, S
     let adaptive = cotenant::Policy::adaptive;
     match peer {
         PeerKind::CotenantFixed => {
-            workload.run(cotenant_pool(cotenant::Policy::fixed(n), Tokens::None)?, config)
+            workload.run(cotenant_pool(cotenant::Policy::fixed(n), Tokens::Default)?, config)
         }
-        PeerKind::CotenantAdaptive => workload.run(cotenant_pool(adaptive(), Tokens::None)?, config),
+        PeerKind::CotenantAdaptive => workload.run(cotenant_pool(adaptive(), Tokens::Default)?, config),
+        PeerKind::CotenantPlain => workload.run(cotenant_pool(adaptive(), Tokens::Off)?, config),
         PeerKind::CotenantTokens => {
             workload.run(cotenant_pool(adaptive(), Tokens::Private { leases: true })?, config)
         }

@@ -268,7 +268,7 @@ pub struct SimNeighboursArgs {
     /// Process counts, comma-separated (default: 1, 2, 4, 8).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub processes: Vec<u32>,
-    /// Pool kinds, comma-separated (default: ignorant, optimal, share, adaptive).
+    /// Pool kinds, comma-separated (default: ignorant, optimal, share, plain, adaptive).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub pools: Vec<PoolKind>,
     /// Offered loads per process, as fractions of its fair share (default: 1.0 and 1.5).
@@ -283,7 +283,7 @@ pub struct SimNeighboursArgs {
     /// Items arriving before this are left out of the latencies (the pools' first decisions).
     #[arg(long, default_value = "1s", value_parser = parse_time)]
     pub warmup: std::time::Duration,
-    /// Host CPU tokens beyond one per CPU, for the `tokens` pools.
+    /// Host CPU tokens beyond one per CPU, for the `adaptive` pools (which share tokens).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub spare_tokens: u32,
     /// CPU time of one item, in milliseconds.
@@ -493,6 +493,11 @@ pub struct LabArgs {
     /// Process counts for `neighbours`, comma-separated (default: 1 to 2 × CPUs).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=256))]
     pub processes: Vec<u32>,
+    /// Pool kinds for `neighbours` and `headline`, comma-separated (default: ignorant, optimal,
+    /// share, plain, adaptive). `adaptive` is the default pool (sharing host CPU tokens),
+    /// `plain` the adaptive policy without them.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub pools: Vec<PoolKind>,
     /// Where `neighbours`' processes live.
     #[arg(long, value_enum, default_value_t = SettingArg::Both)]
     pub setting: SettingArg,
@@ -613,12 +618,13 @@ pub enum PoolKind {
     Optimal,
     /// The seed's formula, share(1).
     Share,
-    /// cotenant's adaptive policy.
+    /// cotenant's default pool: the adaptive policy, sharing host CPU tokens with the other
+    /// processes of the run (engaged while another shares them): the tokens keep the tasks
+    /// running at once among them to one per CPU, so each pool may use a CPU the others leave
+    /// idle.
     Adaptive,
-    /// cotenant's adaptive policy sharing the host's CPU tokens with the other processes
-    /// (`Builder::host_tokens`): the tokens keep the tasks running at once among them to one
-    /// per CPU, so each pool may use a CPU the others leave idle.
-    Tokens,
+    /// cotenant's adaptive policy alone, without host tokens (`Builder::host_tokens_off`).
+    Plain,
     /// fixed(--fixed-threads): a pool sized by hand (the quota and overcommit experiments).
     Fixed,
     // The Go worker's kinds (`go-neighbours`): not pools of `lab-worker`, so not on its
@@ -665,9 +671,6 @@ pub struct LabWorkerArgs {
     /// Workers of a `fixed` pool.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub fixed_threads: Option<u32>,
-    /// The host token set a `tokens` pool shares (`cotenant::tokens::HostTokens::open`).
-    #[arg(long)]
-    pub tokens_name: Option<String>,
     /// The pool's OS threads (default: the CPUs this process may use).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,

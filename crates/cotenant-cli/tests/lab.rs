@@ -101,7 +101,7 @@ fn neighbours_quick_runs_every_pool_kind_in_both_settings() {
     let rows = results["rows"].as_array().unwrap();
     let settings = if layout().is_ok() { 2 } else { 1 };
     assert_eq!(rows.len(), settings * 2 * 5, "settings × P = 1, 2 × five pool kinds");
-    assert!(rows.iter().any(|row| row["pool"] == "tokens"), "the tokens kind ran");
+    assert!(rows.iter().any(|row| row["pool"] == "plain"), "the plain kind ran");
     {
         // Checked while no other lab test runs (one of them may be creating the set).
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
@@ -337,7 +337,7 @@ fn factor_headline_and_burst_quick_produce_verdicts() {
             continue;
         }
         let results = smoke(experiment, &[]);
-        // headline runs the tokens kind too: its own line.
+        // headline runs the plain kind too: its own line.
         let lines = if experiment == "headline" { 2 } else { 1 };
         assert_eq!(results["verdicts"].as_array().unwrap().len(), lines, "{experiment}: {results}");
     }

@@ -101,7 +101,7 @@ fn neighbours_prints_the_labs_table_and_writes_its_files() {
     let results: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("sim-neighbours/results.json")).unwrap())
             .unwrap();
-    assert_eq!(results["rows"].as_array().unwrap().len(), 2 * 4 * 2, "P × pools × repeats");
+    assert_eq!(results["rows"].as_array().unwrap().len(), 2 * 5 * 2, "P × pools × repeats");
     assert_eq!(results["host"]["simulated"], true);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -201,13 +201,20 @@ fn clean() -> anyhow::Result<ExitCode> {
             removed += 1;
         }
     }
-    // The `tokens` kind's set (left only by a killed run; the next run replaces it anyway).
-    match cotenant::tokens::HostTokens::remove_named(lab::neighbours::LAB_TOKENS) {
-        Ok(true) => {
-            println!("removed host token set {}", lab::neighbours::LAB_TOKENS);
-            removed += 1;
+    // The lab's token set (left by a killed run): not while a running lab's workers use it.
+    let lab_set = lab::neighbours::LAB_TOKENS;
+    let lab_key = cotenant::tokens::list::resolve(lab_set)?;
+    match cotenant::tokens::list::list() {
+        Ok(sets) if sets.iter().any(|s| s.key == lab_key) => {
+            match cotenant::tokens::list::remove(lab_key, false) {
+                Ok(()) => {
+                    println!("removed host token set {lab_set}");
+                    removed += 1;
+                }
+                Err(e) => println!("{e}"),
+            }
         }
-        Ok(false) => {}
+        Ok(_) => {}
         Err(e) => println!("{e}"),
     }
     if removed == 0 {

@@ -26,7 +26,16 @@ use crate::args::{GoItems, LabArgs, PoolKind};
 
 /// Every pool kind, in table order.
 pub const KINDS: [PoolKind; 5] =
-    [PoolKind::Ignorant, PoolKind::Optimal, PoolKind::Share, PoolKind::Adaptive, PoolKind::Tokens];
+    [PoolKind::Ignorant, PoolKind::Optimal, PoolKind::Share, PoolKind::Plain, PoolKind::Adaptive];
+
+/// The pool kinds `args` asks for (`--pools`), or every kind.
+fn kinds(args: &LabArgs) -> Vec<PoolKind> {
+    if args.pools.is_empty() {
+        KINDS.to_vec()
+    } else {
+        args.pools.clone()
+    }
+}
 
 /// Where the processes of a run live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -104,7 +113,7 @@ fn go_worker_args(config: &RunConfig, cpus: u32) -> Vec<String> {
     args
 }
 
-/// The token set of a `tokens` run: one token per CPU, removed when the run ends however it
+/// The token set of an `adaptive` run: one token per CPU, removed when the run ends however it
 /// ends (an interrupted lab leaves it behind; the next run replaces it).
 struct LabTokens(Option<cotenant::tokens::HostTokens>);
 
@@ -115,11 +124,12 @@ impl LabTokens {
     fn create(cpus: u32) -> anyhow::Result<LabTokens> {
         use cotenant::tokens::HostTokens;
         let open = || {
-            HostTokens::open(LAB_TOKENS, cpus)
+            // As an observer: the lab itself is no member, so a lone worker stays alone.
+            HostTokens::open_observer(LAB_TOKENS, cpus)
                 .or_else(|_| {
                     // Left uninitialised by a run killed while creating it: remove it and retry.
                     HostTokens::remove_named(LAB_TOKENS)?;
-                    HostTokens::open(LAB_TOKENS, cpus)
+                    HostTokens::open_observer(LAB_TOKENS, cpus)
                 })
                 .context("creating the lab's host token set")
         };
@@ -154,7 +164,7 @@ fn is_go(kind: PoolKind) -> bool {
 
 /// Runs `config.processes` workers at once on a host of `cpus` CPUs and returns their reports.
 pub fn run_once(config: &RunConfig, cpus: u32, layout: Option<&Layout>) -> anyhow::Result<Vec<WorkerReport>> {
-    let mut args = vec![
+    let args = vec![
         "--pool".to_owned(),
         kind_name(config.kind).to_owned(),
         "--share-factor".to_owned(),
@@ -170,11 +180,9 @@ pub fn run_once(config: &RunConfig, cpus: u32, layout: Option<&Layout>) -> anyho
         "--seed".to_owned(),
         config.repeat.to_string(),
     ];
-    // A `tokens` run's processes share a token set for its duration (removed when it ends).
-    let tokens = if config.kind == PoolKind::Tokens { Some(LabTokens::create(cpus)?) } else { None };
-    if tokens.is_some() {
-        args.extend(["--tokens-name".to_owned(), LAB_TOKENS.to_owned()]);
-    }
+    // An `adaptive` run's processes share the lab's token set for its duration (removed when
+    // it ends; the runner names it to every worker in `COTENANT_TOKENS_SET`).
+    let _tokens = if config.kind == PoolKind::Adaptive { Some(LabTokens::create(cpus)?) } else { None };
     // The cgroups live until the run ends (dropped after the workers are reaped).
     let mut cgroups = Vec::new();
     if let Some(layout) = layout {
@@ -224,7 +232,7 @@ pub fn kind_name(kind: PoolKind) -> &'static str {
         PoolKind::Optimal => "optimal",
         PoolKind::Share => "share",
         PoolKind::Adaptive => "adaptive",
-        PoolKind::Tokens => "tokens",
+        PoolKind::Plain => "plain",
         PoolKind::Fixed => "fixed",
         PoolKind::GoDefault => "go default",
         PoolKind::GoOptimal => "go CPUs/P",
@@ -514,7 +522,7 @@ impl Plan {
                 {
                     verdicts.push(v);
                 }
-                verdicts.extend(verdict_of(PoolKind::Tokens, &aggregates, setting, load, processes));
+                verdicts.extend(verdict_of(PoolKind::Plain, &aggregates, setting, load, processes));
             }
         }
         Ok((aggregates, verdicts))
@@ -542,7 +550,7 @@ impl Plan {
             settings: lab.settings(args),
             loads,
             processes,
-            pools: KINDS.iter().map(|&k| (k, 1.0)).collect(),
+            pools: kinds(args).into_iter().map(|k| (k, 1.0)).collect(),
             repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
             seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 5 }),
             go_chunks: 0,
@@ -604,7 +612,7 @@ impl Plan {
             settings: vec![Setting::OneCgroup],
             loads: if args.load.is_empty() { vec![1.0] } else { args.load.clone() },
             processes: if args.processes.is_empty() { vec![2] } else { args.processes.clone() },
-            pools: KINDS.iter().map(|&k| (k, 1.0)).collect(),
+            pools: kinds(args).into_iter().map(|k| (k, 1.0)).collect(),
             repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
             seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 4 }),
             go_chunks: 0,
@@ -717,9 +725,12 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
         row.insert("e2e_p99_us".into(), figures.e2e_p99_us.into());
         row.insert("throughput_per_s".into(), figures.throughput_per_s.into());
         row.insert("completed_fraction".into(), figures.completed_fraction.into());
+        // Fairness between the processes: Jain's index of their throughputs (1 = equal).
+        let throughputs: Vec<f64> = reports.iter().map(|r| r.summary.throughput_per_s).collect();
+        row.insert("throughput_jain".into(), cotenant::policy::sim::jain(&throughputs).into());
         let targets: Vec<String> = reports.iter().map(|r| r.final_target.to_string()).collect();
         row.insert("final_targets".into(), targets.join(" ").into());
-        if kind == PoolKind::Tokens {
+        if kind == PoolKind::Adaptive {
             row.insert("token_timeouts".into(), reports.iter().map(|r| r.token_timeouts).sum::<u64>().into());
             row.insert(
                 "token_takebacks".into(),

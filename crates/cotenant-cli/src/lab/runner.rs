@@ -111,6 +111,12 @@ pub fn run_workers_at(specs: &[WorkerSpec], start_at: SystemTime) -> anyhow::Res
                 c
             }
         };
+        // The default pools of every worker share the lab's own token set, never the host's
+        // default one, and whatever the user's environment says (`lab-worker` turns tokens off
+        // for the kinds that do not cooperate).
+        command
+            .env(cotenant::tokens::DEFAULT_SET_ENV, super::neighbours::LAB_TOKENS)
+            .env_remove(cotenant::tokens::TOKENS_ENV);
         let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -160,9 +160,8 @@ pub fn build_pool(args: &LabWorkerArgs, cpus: usize) -> anyhow::Result<cotenant:
     let processes = args.processes.max(1) as usize;
     let policy = match args.pool {
         PoolKind::Ignorant => cotenant::Policy::fixed(cpus),
-        // Tokens: the default policy, as `docs/host-tokens.md` shows it; with tokens it stops
-        // sizing itself against the neighbours that share them (`Policy::sharing_host_tokens`).
-        PoolKind::Tokens => cotenant::Policy::adaptive(),
+        // Plain: the default policy without host tokens, to show what the tokens add.
+        PoolKind::Plain => cotenant::Policy::adaptive(),
         PoolKind::Optimal => cotenant::Policy::fixed((cpus / processes).max(1)),
         PoolKind::Share => cotenant::Policy::share(args.share_factor),
         PoolKind::Adaptive => cotenant::Policy::adaptive(),
@@ -181,10 +180,11 @@ pub fn build_pool(args: &LabWorkerArgs, cpus: usize) -> anyhow::Result<cotenant:
     };
     let mut builder =
         cotenant::Pool::builder().policy(policy).threads(threads).queue_capacity(1 << 16).name("lab");
-    if args.pool == PoolKind::Tokens {
-        let Some(name) = &args.tokens_name else { bail!("--pool tokens needs --tokens-name") };
-        let count = u32::try_from(cpus).unwrap_or(u32::MAX).min(cotenant::tokens::MAX_TOKENS);
-        builder = builder.host_tokens(std::sync::Arc::new(cotenant::tokens::HostTokens::open(name, count)?));
+    // `adaptive` is the default pool: host tokens on the lab's set (the runner names it in
+    // `COTENANT_TOKENS_SET`), engaged while another worker shares it. Every other kind is a
+    // pool that does not cooperate.
+    if args.pool != PoolKind::Adaptive {
+        builder = builder.host_tokens_off();
     }
     if let Some(cpus) = args.cpu_budget {
         builder = builder

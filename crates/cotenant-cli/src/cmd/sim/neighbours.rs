@@ -52,14 +52,13 @@ struct Simulated {
 fn policy(kind: PoolKind, cpus: u32, processes: u32) -> anyhow::Result<Policy> {
     Ok(match kind {
         PoolKind::Ignorant => Policy::fixed(cpus as usize),
-        // Tokens: the default policy with tokens, as in the lab (the simulated pool applies
-        // `Policy::sharing_host_tokens`, as the library's builder does).
-        PoolKind::Tokens => Policy::adaptive(),
+        // Adaptive: the default pool, with tokens as in the lab (the simulated pool applies
+        // `Policy::sharing_host_tokens`, as the library's builder does); plain: without.
+        PoolKind::Adaptive | PoolKind::Plain => Policy::adaptive(),
         PoolKind::Optimal => Policy::fixed((cpus / processes).max(1) as usize),
         PoolKind::Share => Policy::share(1.0),
-        PoolKind::Adaptive => Policy::adaptive(),
         other => bail!(
-            "--pools: {} is not simulated (ignorant, optimal, share, adaptive and tokens are)",
+            "--pools: {} is not simulated (ignorant, optimal, share, plain and adaptive are)",
             crate::lab::neighbours::kind_name(other)
         ),
     })
@@ -81,7 +80,8 @@ fn host_config(case: &Case) -> anyhow::Result<HostConfig> {
         rate,
         service: case.service_ns,
         arrivals: Arrivals::Poisson,
-        uses_tokens: case.kind == PoolKind::Tokens,
+        // The default pool engages its tokens only while another process shares them.
+        uses_tokens: case.kind == PoolKind::Adaptive && case.processes > 1,
     };
     let config = HostConfig {
         cpus: case.cpus,
@@ -158,7 +158,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
     let or =
         |given: &[u32], default: &[u32]| if given.is_empty() { default.to_vec() } else { given.to_vec() };
     let pools = if args.pools.is_empty() {
-        vec![PoolKind::Ignorant, PoolKind::Optimal, PoolKind::Share, PoolKind::Adaptive]
+        vec![PoolKind::Ignorant, PoolKind::Optimal, PoolKind::Share, PoolKind::Plain, PoolKind::Adaptive]
     } else {
         args.pools.clone()
     };
