@@ -736,6 +736,8 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
                 "token_takebacks".into(),
                 reports.iter().map(|r| r.token_takebacks).sum::<u64>().into(),
             );
+            // Evidence that the default pools engaged their tokens (0 alone: P = 1).
+            row.insert("token_takes".into(), reports.iter().map(|r| r.token_takes).sum::<u64>().into());
         }
         outcome.rows.push(row);
         Ok(figures)
@@ -854,6 +856,7 @@ mod tests {
             borrows: 0,
             token_timeouts: 0,
             token_takebacks: 0,
+            token_takes: 0,
             chunks: 100,
             exact_cpu: false,
             chunk_ns: 50_000.0,

@@ -37,6 +37,9 @@ pub struct WorkerReport {
     pub token_timeouts: u64,
     #[serde(default)]
     pub token_takebacks: u64,
+    /// Host tokens taken (0 for a pool that never engaged its tokens; absent in old reports).
+    #[serde(default)]
+    pub token_takes: u64,
     /// Chunks per item and measured chunk time.
     pub chunks: u32,
     /// Nanoseconds of one chunk.
@@ -278,6 +281,7 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
         borrows: metrics.borrows,
         token_timeouts: metrics.token_timeouts,
         token_takebacks: metrics.token_takebacks,
+        token_takes: metrics.token_takes,
         chunks: calibration.chunks,
         chunk_ns: calibration.chunk_ns,
         exact_cpu: calibration.exact_cpu,
