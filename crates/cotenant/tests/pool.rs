@@ -513,5 +513,8 @@ fn pools_built_while_the_controller_exits_are_always_controlled() {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         drop(pool);
+        // Vary when the next pool registers, to sweep the instant the control thread, finding
+        // the registry empty, exits (a probe: it cannot force that instant).
+        std::thread::sleep(std::time::Duration::from_micros(200 * (round % 60)));
     }
 }

@@ -724,14 +724,36 @@ fn a_pool_draining_in_shutdown_still_gives_up_a_blocked_holders_token() {
         || Pool::builder().threads(1).host_tokens(tokens.clone()).host_tokens_wait(wait).build().unwrap();
     let draining = Arc::new(build());
     let other = build();
+    // The task runs (state R: its token is not taken back) until the pool is draining, and
+    // only then blocks, holding the token.
+    let block_now = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (release, gate) = std::sync::mpsc::channel::<()>();
-    draining.execute(move || gate.recv().unwrap());
+    {
+        let block_now = block_now.clone();
+        draining.execute(move || {
+            while !block_now.load(Ordering::SeqCst) {
+                std::hint::spin_loop();
+            }
+            gate.recv().unwrap()
+        });
+    }
     draining.execute(|| ());
-    until("the blocked task holds the token", || tokens.available().unwrap() == 0);
+    until("the running task holds the token", || tokens.available().unwrap() == 0);
     let shutdown = {
         let draining = draining.clone();
         std::thread::spawn(move || draining.shutdown())
     };
+    // Each probe that got in before the pool closed is one more task to drain.
+    let probes_in = std::sync::atomic::AtomicU64::new(0);
+    until("the pool is closed (shutdown drains it)", || match draining.try_spawn(|| ()) {
+        Ok(_) => {
+            probes_in.fetch_add(1, Ordering::SeqCst);
+            false
+        }
+        Err(e) => e == cotenant::TrySpawnError::ShutDown,
+    });
+    assert_eq!(draining.metrics().token_takebacks, 0, "the holder ran until now");
+    block_now.store(true, Ordering::SeqCst);
     // `shutdown` now waits for the blocked task; the controller must still take its token back.
     let (done, is_done) = std::sync::mpsc::channel::<()>();
     other.execute(move || done.send(()).unwrap());
@@ -747,7 +769,7 @@ fn a_pool_draining_in_shutdown_still_gives_up_a_blocked_holders_token() {
     );
     release.send(()).unwrap();
     shutdown.join().unwrap();
-    assert_eq!(draining.metrics().completed, 2, "the queue drained");
+    assert_eq!(draining.metrics().completed, 2 + probes_in.into_inner(), "the queue drained");
     drop(other);
     assert_eq!(tokens.available().unwrap(), 1);
 }
@@ -808,8 +830,8 @@ fn a_set_another_user_made_on_our_key_is_refused_with_the_reason() {
     }
     let name = format!("cotenant-test-foreign-{}", std::process::id());
     let key = cotenant::tokens::key(&name, 0);
-    // Another user (nobody) creates a set on our key first: world-writable, with cotenant's
-    // shape, and hands it to us (IPC_SET uid 0), as an attacker would to be trusted.
+    // Another user (nobody) creates a set on our key first, world-writable, with cotenant's
+    // shape and marker, as an attacker would to be trusted.
     let child = Child::run(move || unsafe {
         // SAFETY: system calls only.
         if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
@@ -849,5 +871,31 @@ impl Drop for RemoveKey {
                 libc::semctl(semid, 0, libc::IPC_RMID);
             }
         }
+    }
+}
+
+#[test]
+fn a_set_of_ours_that_another_user_owns_or_may_use_is_refused() {
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!("skipped: handing a set to another user needs root");
+        return;
+    }
+    for (case, mode, owner) in [("owner", 0o600, 65534u32), ("mode", 0o666, 0)] {
+        let name = format!("cotenant-test-{case}-{}", std::process::id());
+        let key = cotenant::tokens::key(&name, 0);
+        // SAFETY: plain system calls; `ds` is a semid_ds that IPC_STAT fills and IPC_SET reads.
+        unsafe {
+            let semid = libc::semget(key, 8, libc::IPC_CREAT | libc::IPC_EXCL | mode);
+            assert!(semid >= 0, "{case}: semget: {}", std::io::Error::last_os_error());
+            let mut ds: libc::semid_ds = std::mem::zeroed();
+            assert_eq!(libc::semctl(semid, 0, libc::IPC_STAT, &mut ds as *mut libc::semid_ds), 0);
+            ds.sem_perm.uid = owner;
+            assert_eq!(libc::semctl(semid, 0, libc::IPC_SET, &mut ds as *mut libc::semid_ds), 0);
+        }
+        let _remove = RemoveKey(key);
+        let e = HostTokens::open(&name, 2).unwrap_err().to_string();
+        let want = if case == "owner" { "owned by uid 65534" } else { "mode 0666" };
+        assert!(e.contains("refused") && e.contains(want), "{case}: {e}");
     }
 }

@@ -121,8 +121,20 @@ fn remove(args: &TokensRemoveArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut report = RemovedJson { removed: Vec::new(), kept: Vec::new() };
+    let listed: Vec<i32> = list::list()?.iter().map(|s| s.key).collect();
     for (label, key) in targets {
-        match list::remove(key, args.force) {
+        let removed = if listed.contains(&key) || args.all {
+            list::remove(key, args.force)
+        } else {
+            // Not listed: a set left uninitialised by a creator that died, removed by name
+            // (`HostTokens::remove_named` refuses a set that is not cotenant's or not ours).
+            match cotenant::tokens::HostTokens::remove_named(&label) {
+                Ok(true) => Ok(()),
+                Ok(false) => list::remove(key, args.force), // nothing there: its error says so
+                Err(e) => Err(e),
+            }
+        };
+        match removed {
             Ok(()) => report.removed.push(label),
             Err(e) => report.kept.push(KeptJson { set: label, why: e.to_string() }),
         }

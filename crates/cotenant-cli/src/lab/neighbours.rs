@@ -134,8 +134,9 @@ impl LabTokens {
                 .context("creating the lab's host token set")
         };
         let mut tokens = open()?;
-        // The tokens of dead processes come back (SEM_UNDO): held ones belong to a live run.
-        if tokens.available()? != tokens.count() {
+        // Dead processes leave the member count and give their tokens back (SEM_UNDO): members
+        // or held tokens belong to a live run (its workers count even while alone).
+        if tokens.members()? > 0 || tokens.available()? != tokens.count() {
             anyhow::bail!(
                 "the lab's host token set {LAB_TOKENS} is in use by another running lab (run one lab at a time: \
                  timing runs disturb each other)"

@@ -8,9 +8,12 @@
 //!    empty, so a registration is never left without a thread. A fixed pool with tokens gets
 //!    only the tokens' upkeep (blocked holders' tokens taken back, a default set engaged or
 //!    not), and so does a pool while `shutdown` drains its queue (`Registration::drain`).
-//! 2. Each tick, under the registry lock, the due pools are sampled. A pool unregisters under
-//!    the same lock before its workers exit, so the controller never reads the CPU clock of a
-//!    thread that is gone.
+//! 2. Each tick, under the registry lock, the due pools are sampled. A pool marks itself
+//!    draining under the same lock before its workers may exit, and is then no longer sampled
+//!    (no schedstat read); its upkeep still reads the workers' CPU clocks, which each worker
+//!    clears before it exits: a reading that races with an exit finds the clock gone (an
+//!    error, nothing taken back) or the hold already cleared. It unregisters once its workers
+//!    have exited.
 //! 3. When every pool has been idle (nothing queued, no worker busy) for `NAP_AFTER_PERIODS`,
 //!    the thread naps until a submit to one of them wakes it (or `NAP_MAX` passes): an idle
 //!    process should not pay a timer wake-up per clock tick (about 60 µs of CPU each on the

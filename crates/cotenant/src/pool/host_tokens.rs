@@ -47,8 +47,9 @@
 //! the task ends (`Held`'s drop); the other does nothing, so a token is given back exactly once.
 //! The rest of a task whose token was taken back runs without one, counted like a task that
 //! got none (`ran_without`: that period the adaptive policy sizes against the neighbours
-//! again) and in `Metrics::token_takebacks`. A pool with a fixed policy has no controller and
-//! takes nothing back.
+//! again) and in `Metrics::token_takebacks`. A fixed pool with tokens registers with the
+//! controller for this (and for engaging a default set), and a pool draining in `shutdown`
+//! stays registered until its workers have exited.
 //!
 //! **Engaged only while shared.** A pool on the default set (`crate::tokens`, `default.rs`)
 //! is *gated*: it takes tokens only while the set is shared (`HostTokens::shared_now`: another

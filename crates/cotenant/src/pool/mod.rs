@@ -47,7 +47,7 @@ use crate::sync::{Arc, Ordering};
 use borrow::Borrow;
 use queue::Queue;
 use sleep::Sleep;
-use task::{failed_task, task_pair, Job, Outcome};
+use task::{failed_task, task_pair_in, Job, Outcome};
 use worker::WorkerStats;
 
 #[cfg(not(loom))]
@@ -362,8 +362,8 @@ impl Builder {
     /// that gets no token within [`host_tokens_wait`](Builder::host_tokens_wait) runs its task
     /// without one and counts it in [`Metrics::token_timeouts`]. For CPU-bound tasks: a task
     /// that blocks holds its token until the controller sees it blocked for a whole period and
-    /// takes the token back ([`Metrics::token_takebacks`]; a pool with a fixed policy has no
-    /// controller and takes nothing back), so not combinable with
+    /// takes the token back ([`Metrics::token_takebacks`]; fixed pools included), so not
+    /// combinable with
     /// [`elastic`](Builder::elastic), nor with [`cpu_budget`](Builder::cpu_budget), whose
     /// parking would hold it too. Under
     /// [`Full::CallerRuns`] the submitter runs its task without a token. A task that joins
@@ -1195,6 +1195,19 @@ impl Pool {
         Builder::default()
     }
 
+    /// The address of the pool's state, which its tasks carry so that a join on one of its
+    /// workers can run its queued tasks (`Task::join`); 0 under loom, which needs none.
+    fn address(&self) -> usize {
+        #[cfg(not(loom))]
+        {
+            Arc::as_ptr(&self.shared) as usize
+        }
+        #[cfg(loom)]
+        {
+            0
+        }
+    }
+
     /// Where the workers run: the CPU each is pinned to (`Builder::pin_workers`) and, for a
     /// background pool (`Builder::background`), whether they got `SCHED_IDLE`, nice 19, or
     /// neither.
@@ -1210,7 +1223,7 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, completer) = task_pair();
+        let (task, completer) = task_pair_in(self.address());
         match self.shared.submit(Job::with_result(f, completer)) {
             Ok(()) => task,
             // The refused job was dropped, which resolved `task` as Cancelled; say Rejected.
@@ -1249,7 +1262,7 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, completer) = task_pair();
+        let (task, completer) = task_pair_in(self.address());
         match self.shared.push(Job::with_result(f, completer)) {
             Ok(()) => Ok(task),
             Err(Refused::Full(_)) => {

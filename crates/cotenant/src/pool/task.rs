@@ -129,6 +129,10 @@ enum State<T> {
 
 struct Slot<T> {
     state: Mutex<State<T>>,
+    /// The address of the pool's `Shared` the task was queued on (0: none), so that a join on
+    /// one of that pool's workers can run its queued tasks meanwhile (`Task::join`).
+    #[cfg_attr(loom, allow(dead_code))]
+    pool: usize,
     done: Condvar,
     /// Set (after `state`) when the task is resolved: lets `join` spin on one atomic before it
     /// pays for sleeping on the condition variable.
@@ -162,15 +166,21 @@ pub struct Task<T> {
 impl<T> Task<T> {
     /// Waits for the task and returns its value, or why there is none.
     ///
-    /// Called from a task running on a pool's worker, it first runs tasks queued in that pool
-    /// while this one is not done (as rayon's `join` helps), so that a task joining another of
-    /// its own pool never waits for a worker that may not come (the pool's target at 1, say).
-    /// The calling task is then delayed by the tasks it runs meanwhile.
+    /// Called from a task running on a worker of the pool this task was spawned on, it first
+    /// runs tasks queued in that pool while this one is not done (as rayon's `join` helps), so
+    /// that a task joining another of its own pool does not wait for a worker that may not come
+    /// (the pool's target at 1, say). The calling task is then delayed by the tasks it runs
+    /// meanwhile, and they run on its thread: a task that holds a lock across `join` may find
+    /// a queued task that wants the same lock running under it (as with rayon), so release
+    /// locks before joining. Not in budgeted or elastic pools, and at most 64 such joins deep
+    /// on one worker; beyond, a join waits for another worker.
     pub fn join(self) -> Result<T, JoinError> {
         let backoff = Backoff::default().spins(JOIN_SPIN_ROUNDS).yields(JOIN_YIELD_ROUNDS);
         spin_then_yield(&backoff, || self.slot.resolved.load(Ordering::Acquire));
         #[cfg(not(loom))]
-        super::worker::run_queued_while_waiting(&|| self.slot.resolved.load(Ordering::Acquire));
+        super::worker::run_queued_while_waiting(self.slot.pool, &|| {
+            self.slot.resolved.load(Ordering::Acquire)
+        });
         let mut state = lock(&self.slot.state);
         loop {
             match &mut *state {
@@ -276,7 +286,13 @@ fn resolve<T>(slot: &Slot<T>, result: Result<T, JoinError>) {
 
 /// A new result slot: the `Task` for the caller, the `Completer` for the job.
 pub(crate) fn task_pair<T>() -> (Task<T>, Completer<T>) {
+    task_pair_in(0)
+}
+
+/// [`task_pair`] for a task queued on the pool whose `Shared` is at `pool`.
+pub(crate) fn task_pair_in<T>(pool: usize) -> (Task<T>, Completer<T>) {
     let slot = Arc::new(Slot {
+        pool,
         state: Mutex::new(State::Pending { joiner_waiting: false, waker: None }),
         done: Condvar::new(),
         resolved: AtomicBool::new(false),

@@ -152,22 +152,45 @@ thread_local! {
     static CURRENT_INDEX: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// Called by `Task::join` before it blocks: on a worker thread, runs tasks queued in the
-/// worker's own pool until `done` holds or the queue is empty. A task that joins a task of its
-/// own pool would otherwise wait for a worker that may never come (the pool's target at 1, or
-/// every allowed worker joining): the task it waits for is either still queued, and this runs
-/// it (or what is ahead of it), or taken by another worker, and then it will resolve. The
-/// caller keeps its host token (if it holds one) while it runs these tasks: it uses its CPU.
+/// How deep joins that run queued tasks may nest on one worker (each level is a task run
+/// inside another's join, a few frames of stack); deeper, a join just waits.
+const MAX_HELP_DEPTH: u32 = 64;
+
+/// Called by `Task::join` before it blocks, for a task of the pool whose `Shared` is at
+/// `task_pool`: on a worker thread of that same pool, runs tasks queued in it until `done`
+/// holds or the queue is empty. A task that joins a task of its own pool would otherwise wait
+/// for a worker that may never come (the pool's target at 1, or every allowed worker joining):
+/// the task it waits for is either still queued, and this runs it (or what is ahead of it), or
+/// taken by another worker, and then it will resolve. The caller keeps its host token (if it
+/// holds one) while it runs these tasks: it uses its CPU. Not in budgeted or elastic pools
+/// (their workers charge and meter each task in the worker loop), not for a task of another
+/// pool (helping here would not bring it closer), and not beyond `MAX_HELP_DEPTH` nested joins.
 #[cfg(not(loom))]
-pub(crate) fn run_queued_while_waiting(done: &dyn Fn() -> bool) {
+pub(crate) fn run_queued_while_waiting(task_pool: usize, done: &dyn Fn() -> bool) {
     let pool = CURRENT_POOL.with(|current| current.get());
-    if pool == 0 {
+    if pool == 0 || pool != task_pool {
         return;
     }
     // SAFETY: `CURRENT_POOL` is set by `run` to the address of the `Shared` it holds an `Arc`
     // of for as long as the thread is a worker, and cleared before that `Arc` is dropped; this
     // runs on that thread, inside one of its tasks, so the `Shared` is alive.
     let shared = unsafe { &*(pool as *const Shared) };
+    if shared.budget.is_some() || shared.is_elastic() {
+        return;
+    }
+    let depth = HELP_DEPTH.with(|depth| depth.get());
+    if depth >= MAX_HELP_DEPTH {
+        return;
+    }
+    HELP_DEPTH.with(|d| d.set(depth + 1));
+    // Restores the depth however this ends (a job's panic is caught inside `guarded`).
+    struct Leave(u32);
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            HELP_DEPTH.with(|d| d.set(self.0));
+        }
+    }
+    let _leave = Leave(depth);
     let stats = &shared.workers[CURRENT_INDEX.with(|index| index.get())];
     while !done() {
         let Some(job) = shared.queue.pop() else { return };
@@ -184,7 +207,10 @@ pub(crate) fn run_queued_while_waiting(done: &dyn Fn() -> bool) {
 }
 
 #[cfg(not(loom))]
-thread_local! {}
+thread_local! {
+    /// Joins on this worker that are running queued tasks now (`run_queued_while_waiting`).
+    static HELP_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
 
 /// Tells the pool this worker has exited, however the loop ends.
 struct ExitGuard<'a>(&'a Shared, usize);

@@ -65,9 +65,14 @@ pub(crate) fn name_for(cpus: &[u32], env_name: Option<&str>) -> String {
 }
 
 /// The name of the set this process's default pools share (`COTENANT_TOKENS_SET`, or
-/// `default-<cpulist>` for its CPU mask), and its token count (the CPUs of the mask).
+/// `default-<cpulist>` for the CPUs the process may run on), and its token count (those CPUs).
+/// The process's CPUs, not the calling thread's: a pool built on a pinned thread must still
+/// share the set of its process's other pools.
 pub fn default_set_name() -> (String, u32) {
-    let cpus = crate::pool::affinity_cpus();
+    let cpus: Vec<u32> = match crate::cpus::detect_pid(std::process::id()) {
+        Ok(budget) => budget.allowed_set().iter().collect(),
+        Err(_) => crate::pool::affinity_cpus(),
+    };
     let env_name = std::env::var(DEFAULT_SET_ENV).ok();
     let count = u32::try_from(cpus.len()).unwrap_or(MAX_TOKENS).clamp(1, MAX_TOKENS);
     (name_for(&cpus, env_name.as_deref()), count)
@@ -84,8 +89,11 @@ pub(crate) fn for_default_pool() -> DefaultTokens {
     }
     let (name, count) = default_set_name();
     let mut cached = DEFAULT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // A set removed under us (`cotenant tokens remove --force`) is opened anew.
     if let Some(set) = cached.as_ref().filter(|(n, _)| *n == name).and_then(|(_, set)| set.upgrade()) {
-        return DefaultTokens::On(set);
+        if set.usable() {
+            return DefaultTokens::On(set);
+        }
     }
     match HostTokens::open(&name, count) {
         Ok(set) => {

@@ -11,7 +11,7 @@ use std::io::{self, Read as _, Write as _};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::{error, foreign, HostTokens, TokensError};
+use super::{error, foreign_ids, HostTokens, TokensError};
 
 /// One row of `/proc/sysvipc/sem`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,12 +133,14 @@ fn describe(set: &SysvSet) -> Option<SetInfo> {
         leases: 0,
         refused: None,
     };
-    let ds = handle.stat().ok()?;
-    if let Some(why) = foreign(&ds) {
+    // Judged from the kernel's list: a set another user made with mode 0600 cannot even be
+    // read (IPC_STAT needs read permission), and it must be listed all the same.
+    if let Some(why) = foreign_ids(set.uid, set.cuid, set.mode) {
         info.refused = Some(why);
         return Some(info);
     }
     let marker = if set.nsems >= 2 { handle.value(super::SEM_MAGIC).ok() } else { None };
+    let never_initialised = handle.stat().is_ok_and(|ds| ds.sem_otime == 0);
     match marker {
         Some(m) if m == super::MAGIC as u32 && set.nsems >= super::NSEMS as u32 => {
             info.tokens = handle.value(super::SEM_COUNT).ok();
@@ -154,6 +156,16 @@ fn describe(set: &SysvSet) -> Option<SetInfo> {
         }
         Some(m) if m == super::OLD_MAGIC as u32 => {
             info.refused = Some("made by an older cotenant (another layout); remove it".into());
+        }
+        // On the default key, created by a process that died before it initialised it:
+        // `open` refuses it; listed so that it can be removed. (Elsewhere an uninitialised set
+        // may be anybody's: `cotenant tokens remove NAME` removes one by its name.)
+        Some(0)
+            if never_initialised
+                && set.nsems >= super::NSEMS as u32
+                && set.key == super::user_key(&super::default_set_name().0) =>
+        {
+            info.refused = Some("never initialised (its creator died?); remove it".into());
         }
         // This user's set, not cotenant's: none of our business, unless it squats our key.
         _ if set.key != super::user_key(&super::default_set_name().0) => return None,

@@ -52,11 +52,12 @@
 //! A worker waits for a token at most the pool's limit (`Builder::host_tokens_wait`): holders
 //! may be blocked (a task waiting for I/O or for another task while holding one), and a
 //! blocked holder must slow cooperating pools down, not stall them; the task then runs without
-//! a token (`pool/host_tokens.rs`). The set's four semaphores: the free tokens, a marker
-//! (`MAGIC`, so that a foreign set with the same key is refused), the token count it was created
-//! with, and the waiters on the pipe.
+//! a token (`pool/host_tokens.rs`). The set's six protocol semaphores: the free tokens, a marker
+//! (`MAGIC`, so that a set that is not cotenant's, or of an older layout, is refused), the token
+//! count it was created with, the waiters on the pipe, the member processes, and a check of the
+//! name (so that two names whose keys collide are told apart).
 //!
-//! **CPU leases.** After those four, a set holds one binary semaphore per CPU of the host (its
+//! **CPU leases.** After those six, a set holds one binary semaphore per CPU of the host (its
 //! configured CPUs, at most [`MAX_LEASES`]): the lease of that CPU. A token holder may take
 //! one free lease, `SEM_UNDO` like the rest, and run its task on that CPU alone (a pool pins
 //! its worker there, `pool/host_tokens.rs`). Tokens alone bound how many tasks run at once,
@@ -93,7 +94,7 @@ const OLD_MAGIC: i32 = 0x0c07;
 /// The semaphores of a set: free tokens, marker, count, waiters on the pipe, member processes,
 /// name check.
 const NSEMS: i32 = 6;
-/// The most CPU leases a set holds (one semaphore each, after the protocol's four); CPUs
+/// The most CPU leases a set holds (one semaphore each, after the protocol's six); CPUs
 /// beyond get none.
 pub const MAX_LEASES: u32 = 1024;
 const SEM_TOKENS: u16 = 0;
@@ -251,8 +252,17 @@ impl HostTokens {
         }
         let semid = existing(name).map_err(|e| error(format!("opening set {name:?} (semget): {e}")))?;
         let mut tokens = HostTokens::without_pipe(semid, 0, name);
-        // Trusted only once we know who made it: a key anyone can compute is no proof.
-        if let Some(why) = foreign(&tokens.stat()?) {
+        // Trusted only once we know who made it: a key anyone can compute is no proof. A set
+        // we may not even read (EACCES) is another user's.
+        let ds = tokens.stat_raw().map_err(|e| match e.raw_os_error() {
+            Some(libc::EACCES) => error(format!(
+                "set {name:?} (key {:#010x}) refused: another user's set, which this user may not read; \
+                 its owner must remove it (`ipcrm -s {semid}`), or choose another name",
+                user_key(name)
+            )),
+            _ => error(format!("set {name:?} (IPC_STAT): {e}")),
+        })?;
+        if let Some(why) = foreign(&ds) {
             return Err(error(format!(
                 "set {name:?} (key {:#010x}) refused: {why}; remove it (`ipcrm -s {semid}`) or choose another name",
                 user_key(name)
@@ -375,7 +385,7 @@ impl HostTokens {
     /// of another shape is not cotenant's even then.
     fn initialised(&self) -> Result<Option<bool>, TokensError> {
         let ds = self.stat()?;
-        // Fewer than the protocol's four: not ours. More: CPU leases (or a foreign set, which
+        // Fewer than the protocol's six: not ours. More: CPU leases (or a foreign set, which
         // the marker tells).
         #[allow(clippy::unnecessary_cast)] // `sem_nsems` is a c_ulong: 32 bits on some targets.
         let nsems = ds.sem_nsems as u64;
@@ -389,11 +399,15 @@ impl HostTokens {
     }
 
     pub(crate) fn stat(&self) -> Result<libc::semid_ds, TokensError> {
+        self.stat_raw().map_err(|e| error(format!("set {:?} (IPC_STAT): {e}", self.name)))
+    }
+
+    fn stat_raw(&self) -> io::Result<libc::semid_ds> {
         // SAFETY: semid_ds is plain data; IPC_STAT fills it.
         let mut ds: libc::semid_ds = unsafe { std::mem::zeroed() };
         // SAFETY: IPC_STAT takes a pointer to a semid_ds.
         if unsafe { libc::semctl(self.semid, 0, libc::IPC_STAT, &mut ds as *mut libc::semid_ds) } < 0 {
-            return Err(error(format!("set {:?} (IPC_STAT): {}", self.name, io::Error::last_os_error())));
+            return Err(io::Error::last_os_error());
         }
         Ok(ds)
     }
@@ -446,12 +460,19 @@ impl HostTokens {
 
     /// Whether cooperating through this set can matter now: a private set always (its pools
     /// chose to share it); a named set while another member process is counted or more than one
-    /// pool of this process uses it. An unreadable count reads as shared (the take then reports
-    /// the error). A pool that takes tokens only while this holds pays nothing alone.
+    /// pool of this process uses it. An unreadable count (the set was removed) reads as not
+    /// shared: a gated pool then runs without tokens rather than fail a system call per task.
+    /// A pool that takes tokens only while this holds pays nothing alone.
     pub fn shared_now(&self) -> bool {
         self.remove_on_drop
-            || self.pools.load(Ordering::Relaxed) > 1
-            || self.members().map_or(true, |members| members > u32::from(self.member))
+            || (self.usable()
+                && (self.pools.load(Ordering::Relaxed) > 1
+                    || self.members().is_ok_and(|members| members > u32::from(self.member))))
+    }
+
+    /// Whether the set still exists (it was not removed under us).
+    pub(crate) fn usable(&self) -> bool {
+        self.value(SEM_COUNT).is_ok()
     }
 
     /// A pool of this process starts or stops using the set (`shared_now`).
@@ -870,15 +891,20 @@ impl Drop for HostTokens {
 /// Why a set found on one of our keys is not to be trusted (`None`: this user made it, owns it,
 /// and nobody else may read or write it).
 pub(crate) fn foreign(ds: &libc::semid_ds) -> Option<String> {
-    // SAFETY: getuid cannot fail.
-    let uid = unsafe { libc::getuid() };
     let perm = &ds.sem_perm;
     #[allow(clippy::unnecessary_cast)] // `mode` is a c_ushort on some targets, c_uint on others.
-    let mode = perm.mode as u32 & 0o777;
-    if perm.cuid != uid {
-        Some(format!("created by uid {}, not by this user (uid {uid})", perm.cuid))
-    } else if perm.uid != uid {
-        Some(format!("owned by uid {}, not by this user (uid {uid})", perm.uid))
+    foreign_ids(perm.uid, perm.cuid, perm.mode as u32)
+}
+
+/// [`foreign`] from a set's owner, creator and mode (as `/proc/sysvipc/sem` lists them).
+pub(crate) fn foreign_ids(owner: u32, creator: u32, mode: u32) -> Option<String> {
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let mode = mode & 0o777;
+    if creator != uid {
+        Some(format!("created by uid {creator}, not by this user (uid {uid})"))
+    } else if owner != uid {
+        Some(format!("owned by uid {owner}, not by this user (uid {uid})"))
     } else if mode & 0o077 != 0 {
         Some(format!("mode {mode:04o} lets other users use it (cotenant makes sets 0600)"))
     } else {
@@ -988,12 +1014,13 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
-    fn a_set_without_leases_from_an_older_cotenant_still_hands_out_tokens() {
+    fn a_set_without_leases_still_hands_out_tokens() {
         let name = format!("cotenant-test-no-leases-{}", std::process::id());
         // SAFETY: plain system call on integers.
         let semid = unsafe { libc::semget(user_key(&name), NSEMS, libc::IPC_CREAT | libc::IPC_EXCL | 0o600) };
         assert!(semid >= 0, "semget: {}", io::Error::last_os_error());
-        // What an older cotenant made: the protocol's four semaphores, initialised.
+        // A set made where the kernel's per-set limit left no room for leases: the protocol's
+        // semaphores alone, initialised.
         HostTokens::without_pipe(semid, 1, &name).initialise(1, name_check(&name)).unwrap();
         let _remove = RemoveNamed(name.clone());
         let tokens = HostTokens::open(&name, 1).unwrap();
