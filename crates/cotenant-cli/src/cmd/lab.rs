@@ -47,6 +47,8 @@ pub fn run(args: &LabArgs) -> anyhow::Result<ExitCode> {
         args.experiment.name()
     );
     let lab = Lab::new()?;
+    // The workers' default pools share the lab's own token set; it goes when the lab ends.
+    let _lab_set = LabSetCleanup;
     let experiments: Vec<Experiment> =
         if args.experiment == Experiment::All { ALL.to_vec() } else { vec![args.experiment] };
     for experiment in experiments {
@@ -54,6 +56,30 @@ pub fn run(args: &LabArgs) -> anyhow::Result<ExitCode> {
         emit(experiment, &lab, args, &outcome)?;
     }
     Ok(ExitCode::from(crate::exit::OK))
+}
+
+/// Removes the lab's token set, if there is one and no live worker is a member of it (another
+/// lab's); `None`: there is none.
+fn remove_lab_set() -> Option<Result<(), cotenant::tokens::TokensError>> {
+    use cotenant::tokens::list;
+    let key = list::resolve(lab::neighbours::LAB_TOKENS).ok()?;
+    match list::list() {
+        Ok(sets) if sets.iter().any(|s| s.key == key) => Some(list::remove(key, false)),
+        Ok(_) => None,
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// Removes the lab's token set when the lab ends, however it ends but by a signal (the
+/// workers' default pools create it; `lab clean` removes one a killed lab left).
+struct LabSetCleanup;
+
+impl Drop for LabSetCleanup {
+    fn drop(&mut self) {
+        if let Some(Err(e)) = remove_lab_set() {
+            eprintln!("lab: {e}");
+        }
+    }
 }
 
 fn run_one(experiment: Experiment, lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
@@ -202,20 +228,13 @@ fn clean() -> anyhow::Result<ExitCode> {
         }
     }
     // The lab's token set (left by a killed run): not while a running lab's workers use it.
-    let lab_set = lab::neighbours::LAB_TOKENS;
-    let lab_key = cotenant::tokens::list::resolve(lab_set)?;
-    match cotenant::tokens::list::list() {
-        Ok(sets) if sets.iter().any(|s| s.key == lab_key) => {
-            match cotenant::tokens::list::remove(lab_key, false) {
-                Ok(()) => {
-                    println!("removed host token set {lab_set}");
-                    removed += 1;
-                }
-                Err(e) => println!("{e}"),
-            }
+    match remove_lab_set() {
+        Some(Ok(())) => {
+            println!("removed host token set {}", lab::neighbours::LAB_TOKENS);
+            removed += 1;
         }
-        Ok(_) => {}
-        Err(e) => println!("{e}"),
+        Some(Err(e)) => println!("{e}"),
+        None => {}
     }
     if removed == 0 {
         println!("nothing to clean");
