@@ -9,16 +9,7 @@ use cotenant::tokens::{HostTokens, DEFAULT_SET_ENV, TOKENS_ENV};
 use cotenant::{Policy, Pool};
 
 mod common;
-use common::{until, Child};
-
-/// Removes this user's named set when dropped.
-struct RemoveNamed(String);
-
-impl Drop for RemoveNamed {
-    fn drop(&mut self) {
-        let _ = HostTokens::remove_named(&self.0);
-    }
-}
+use common::{sysv_key_exists, until, Child, RemoveNamed};
 
 fn run_tasks(pool: &Pool, n: usize) {
     let tasks: Vec<_> = (0..n).map(|i| pool.spawn(move || i * 2)).collect();
@@ -110,12 +101,7 @@ fn the_default_pool_shares_tokens_only_while_another_process_or_pool_shares_its_
             && libc::setuid(65534) == 0
             && libc::semget(key, 8, libc::IPC_CREAT | libc::IPC_EXCL | 0o666) >= 0
     });
-    until("the other user's set exists", || {
-        std::fs::read_to_string("/proc/sysvipc/sem")
-            .unwrap()
-            .lines()
-            .any(|l| l.split_whitespace().next().and_then(|k| k.parse::<i64>().ok()) == Some(i64::from(key)))
-    });
+    until("the other user's set exists", || sysv_key_exists(key));
     drop(squatter);
     std::env::set_var(DEFAULT_SET_ENV, &squatted);
     let pool = Pool::builder().threads(2).build().unwrap();

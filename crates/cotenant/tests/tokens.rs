@@ -8,7 +8,7 @@ use cotenant::tokens::HostTokens;
 use cotenant::{Policy, Pool};
 
 mod common;
-use common::{until, Child};
+use common::{sysv_key_exists, until, Child, RemoveNamed};
 
 /// Tracks how many tasks run at once, and the most ever.
 #[derive(Default)]
@@ -127,15 +127,6 @@ fn a_pool_whose_tokens_are_all_held_elsewhere_still_runs_its_tasks() {
     pool.shutdown();
     tokens.release().unwrap();
     assert_eq!(tokens.available().unwrap(), 1);
-}
-
-/// Removes the named set when dropped, even if an assertion fails before the test does.
-struct RemoveNamed(String);
-
-impl Drop for RemoveNamed {
-    fn drop(&mut self) {
-        let _ = HostTokens::remove_named(&self.0);
-    }
 }
 
 #[test]
@@ -778,7 +769,7 @@ fn a_pool_draining_in_shutdown_still_gives_up_a_blocked_holders_token() {
 fn a_process_killed_while_holding_tokens_loses_none_and_leaves_the_members() {
     let name = format!("cotenant-test-killed-{}", std::process::id());
     let tokens = HostTokens::open(&name, 2).unwrap();
-    let _remove = RemoveOnDrop(name.clone());
+    let _remove = RemoveNamed(name.clone());
     assert_eq!(tokens.members().unwrap(), 1, "this process");
     let semid = tokens.semid();
     for round in 0..100 {
@@ -812,15 +803,6 @@ fn a_process_killed_while_holding_tokens_loses_none_and_leaves_the_members() {
     }
 }
 
-/// Removes a named set when dropped.
-struct RemoveOnDrop(String);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = HostTokens::remove_named(&self.0);
-    }
-}
-
 #[test]
 fn a_set_another_user_made_on_our_key_is_refused_with_the_reason() {
     // SAFETY: getuid cannot fail.
@@ -845,12 +827,7 @@ fn a_set_another_user_made_on_our_key_is_refused_with_the_reason() {
         libc::semctl(semid, 0, libc::SETALL, values.as_mut_ptr()) == 0
     });
     let _remove = RemoveKey(key);
-    until("the other user's set exists", || {
-        std::fs::read_to_string("/proc/sysvipc/sem")
-            .unwrap()
-            .lines()
-            .any(|l| l.split_whitespace().next().and_then(|k| k.parse::<i64>().ok()) == Some(i64::from(key)))
-    });
+    until("the other user's set exists", || sysv_key_exists(key));
     drop(child);
     let e = HostTokens::open(&name, 2).unwrap_err().to_string();
     assert!(e.contains("refused") && e.contains("created by uid 65534"), "{e}");

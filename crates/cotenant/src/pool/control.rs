@@ -118,6 +118,14 @@ struct Entry {
     elastic: Option<(ElasticState, Option<(Totals, Instant)>)>,
 }
 
+impl Entry {
+    /// A pool the controller only keeps the tokens of: draining in `shutdown`, or fixed (an
+    /// elastic pool with a fixed CPU policy still sizes its threads).
+    fn upkeep_only(&self) -> bool {
+        self.draining || (self.policy.fixed_target().is_some() && self.elastic.is_none())
+    }
+}
+
 /// Cumulative counters of one pool at one reading.
 struct Snapshot {
     host: HostCounters,
@@ -325,7 +333,7 @@ fn control_loop() {
             }
             // A bug in a tick must not leave every pool without a controller.
             let ticked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                if entry.draining || (entry.policy.fixed_target().is_some() && entry.elastic.is_none()) {
+                if entry.upkeep_only() {
                     tokens_upkeep(entry, &pool);
                 } else if entry.elastic.is_some() {
                     tick_elastic(entry, &pool, &host, recorder.as_mut())
@@ -468,7 +476,7 @@ fn tokens_upkeep(entry: &mut Entry, pool: &Shared) {
     let Some(tokens) = pool.host_tokens.as_ref() else { return };
     tokens.take_back_blocked(pool.workers.iter().map(|w| &**w), &mut entry.token_holds_seen);
     tokens.refresh_engaged();
-    if entry.draining || entry.policy.fixed_target().is_some() {
+    if entry.upkeep_only() {
         let had_work = pool.queued() > 0 || pool.running() > 0;
         entry.idle_periods = if had_work { 0 } else { entry.idle_periods.saturating_add(1) };
     }

@@ -107,7 +107,7 @@ pub fn list() -> Result<Vec<SetInfo>, TokensError> {
         if set.uid != uid && set.key != default_key {
             continue;
         }
-        if let Some(info) = describe(&set) {
+        if let Some(info) = describe(&set, default_key) {
             found.push(info);
         }
     }
@@ -116,7 +116,7 @@ pub fn list() -> Result<Vec<SetInfo>, TokensError> {
 }
 
 /// What a listed set is; `None` for a set of this user that is not cotenant's.
-fn describe(set: &SysvSet) -> Option<SetInfo> {
+fn describe(set: &SysvSet, default_key: i32) -> Option<SetInfo> {
     let handle = HostTokens::without_pipe(set.semid, 0, "(listed)");
     let path = super::wakeup::fifo_path(set.uid, set.key);
     let mut info = SetInfo {
@@ -160,15 +160,11 @@ fn describe(set: &SysvSet) -> Option<SetInfo> {
         // On the default key, created by a process that died before it initialised it:
         // `open` refuses it; listed so that it can be removed. (Elsewhere an uninitialised set
         // may be anybody's: `cotenant tokens remove NAME` removes one by its name.)
-        Some(0)
-            if never_initialised
-                && set.nsems >= super::NSEMS as u32
-                && set.key == super::user_key(&super::default_set_name().0) =>
-        {
+        Some(0) if never_initialised && set.nsems >= super::NSEMS as u32 && set.key == default_key => {
             info.refused = Some("never initialised (its creator died?); remove it".into());
         }
         // This user's set, not cotenant's: none of our business, unless it squats our key.
-        _ if set.key != super::user_key(&super::default_set_name().0) => return None,
+        _ if set.key != default_key => return None,
         _ => info.refused = Some("not a cotenant set".into()),
     }
     Some(info)

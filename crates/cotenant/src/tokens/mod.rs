@@ -464,10 +464,11 @@ impl HostTokens {
     /// shared: a gated pool then runs without tokens rather than fail a system call per task.
     /// A pool that takes tokens only while this holds pays nothing alone.
     pub fn shared_now(&self) -> bool {
+        // One `semctl`: the count's read fails exactly when the set is gone.
         self.remove_on_drop
-            || (self.usable()
-                && (self.pools.load(Ordering::Relaxed) > 1
-                    || self.members().is_ok_and(|members| members > u32::from(self.member))))
+            || self.members().is_ok_and(|members| {
+                self.pools.load(Ordering::Relaxed) > 1 || members > u32::from(self.member)
+            })
     }
 
     /// Whether the set still exists (it was not removed under us).

@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests that fork: a child that is always reaped, and a
-//! wait for a condition with a generous deadline instead of a fixed sleep.
+//! wait for a condition with a generous deadline instead of a fixed sleep; a guard that removes
+//! a named token set.
 #![allow(dead_code)] // each test binary uses its own part
 
 /// A forked child, killed and reaped when dropped (also when an assertion fails first).
@@ -44,4 +45,21 @@ pub fn until(what: &str, done: impl Fn() -> bool) {
         assert!(start.elapsed() < std::time::Duration::from_secs(60), "never happened: {what}");
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
+}
+
+/// Removes this user's named token set when dropped, even if an assertion fails first.
+pub struct RemoveNamed(pub String);
+
+impl Drop for RemoveNamed {
+    fn drop(&mut self) {
+        let _ = cotenant::tokens::HostTokens::remove_named(&self.0);
+    }
+}
+
+/// Whether the kernel lists a System V semaphore set on `key` (`/proc/sysvipc/sem`).
+pub fn sysv_key_exists(key: i32) -> bool {
+    std::fs::read_to_string("/proc/sysvipc/sem")
+        .unwrap()
+        .lines()
+        .any(|l| l.split_whitespace().next().and_then(|k| k.parse::<i64>().ok()) == Some(i64::from(key)))
 }
