@@ -16,15 +16,27 @@ import (
 	"time"
 )
 
-// skipUnlessSampleable skips where the controller cannot read this host (not Linux, no /proc).
+// skipUnlessSampleable skips where the controller cannot read the host because it is not
+// Linux; on Linux, /proc and the cgroup files are there to read, and failing to is a bug.
 func skipUnlessSampleable(t *testing.T) {
 	t.Helper()
 	s, err := newHostSampler(SystemProbe())
 	if err != nil {
-		t.Skipf("this host cannot be sampled: %v", err)
+		if runtime.GOOS != "linux" {
+			t.Skipf("this host cannot be sampled (%s): %v", runtime.GOOS, err)
+		}
+		t.Fatalf("sampling this Linux host: %v", err)
 	}
 	s.close()
 }
+
+// decisionsWanted is how many decisions the range test waits for, and decisionsDeadline how
+// long it waits: generous, since a loaded host can delay the controller's ticks well past
+// their 10 ms period, and a controller that never decides still fails.
+const (
+	decisionsWanted   = 2
+	decisionsDeadline = 30 * time.Second
+)
 
 func TestTheControllerKeepsGOMAXPROCSInRangeAndStopHandsItBack(t *testing.T) {
 	skipUnlessSampleable(t)
@@ -55,8 +67,15 @@ func TestTheControllerKeepsGOMAXPROCSInRangeAndStopHandsItBack(t *testing.T) {
 			_ = x
 		}()
 	}
-	deadline := time.Now().Add(100 * time.Millisecond)
-	for time.Now().Before(deadline) {
+	// GOMAXPROCS stays in range until the controller has decided a few times (at least 100 ms,
+	// as long as it takes on a loaded host).
+	decided := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(events)
+	}
+	start := time.Now()
+	for time.Since(start) < 100*time.Millisecond || (decided() < decisionsWanted && time.Since(start) < decisionsDeadline) {
 		if n := runtime.GOMAXPROCS(0); n < 1 || n > runtime.NumCPU() {
 			t.Errorf("GOMAXPROCS %d outside [1, %d]", n, runtime.NumCPU())
 		}
@@ -79,8 +98,8 @@ func TestTheControllerKeepsGOMAXPROCSInRangeAndStopHandsItBack(t *testing.T) {
 		}
 	}
 	mu.Unlock()
-	if n == 0 {
-		t.Errorf("no decision in 100 ms (stats %+v)", stats)
+	if n < decisionsWanted {
+		t.Errorf("%d decisions in %v, want %d (stats %+v)", n, time.Since(start).Round(time.Millisecond), decisionsWanted, stats)
 	}
 	select {
 	case <-c.Done():

@@ -10,6 +10,8 @@ CARGO=${CARGO:-cargo}
 CC=${CC:-gcc}
 CFLAGS="-std=c11 -O2 -Wall -Wextra -Werror -pedantic"
 
+command -v "$CC" >/dev/null 2>&1 || { echo "test-c.sh: SKIPPED: no C compiler ($CC not found)"; exit 0; }
+
 cd "$root"
 "$CARGO" build --release --locked -p cotenant-ffi
 lib=${CARGO_TARGET_DIR:-$root/target}/release

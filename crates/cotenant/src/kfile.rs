@@ -1,10 +1,13 @@
 //! Reading kernel-generated files (procfs, sysfs, cgroupfs) through a handle kept open. The
 //! kernel regenerates their text on every read from offset 0, so a re-read costs one `pread`
-//! rather than open + read + close (about 10x cheaper, RESULTS.md).
+//! rather than open + read + close (about 10x cheaper, RESULTS.md). A thread's own schedstat
+//! that fails is opened again a second later, not given up on (`ThreadSchedstat`).
 
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// The largest text accepted: kernel files are far smaller; anything bigger is not one.
 const MAX_BYTES: usize = 16 << 20;
@@ -31,35 +34,146 @@ pub(crate) fn read_at_zero(file: &File, buf: &mut Vec<u8>) -> io::Result<()> {
     }
 }
 
+/// How long after a failed reading a thread's schedstat is opened again: often enough that a
+/// passing failure costs seconds of readings, not the thread's life; rarely enough that a
+/// kernel without schedstat costs one failed `open` per thread per second.
+const SCHEDSTAT_RETRY: Duration = Duration::from_secs(1);
+
 /// The calling thread's `/proc/thread-self/schedstat`, kept open: its run-queue wait for one
 /// `pread` per reading. Used by the thread that opened it only (the path names the reader).
-/// (Its users, the elastic meter and the host tokens, are not built under loom.)
+/// A reading that fails closes the file, which is opened again at the first reading after
+/// `SCHEDSTAT_RETRY`; each stretch of failures is reported once (`take_failure`) for the
+/// caller to count and log. (Its users, the elastic meter and the host tokens, are not built
+/// under loom.)
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) struct ThreadSchedstat {
+    path: PathBuf,
     file: Option<File>,
     buf: Vec<u8>,
+    /// While the file is closed after a failure: when to open it again.
+    retry_at: Option<Instant>,
+    retry_after: Duration,
+    /// The last reading failed: a failure now continues the stretch, and is not reported again.
+    failing: bool,
+    /// Why the current stretch of failures began, until the caller takes it.
+    new_failure: Option<String>,
 }
 
 #[cfg_attr(loom, allow(dead_code))]
 impl ThreadSchedstat {
-    /// Opens the calling thread's file (none when the kernel lacks `CONFIG_SCHED_INFO` or the
-    /// open fails: every reading is then `None`).
+    /// The calling thread's file, opened at the first reading (`None` readings when the kernel
+    /// lacks `CONFIG_SCHED_INFO`, reported as a failure).
     pub(crate) fn for_current_thread() -> Self {
-        ThreadSchedstat { file: File::open("/proc/thread-self/schedstat").ok(), buf: Vec::with_capacity(64) }
+        ThreadSchedstat::at("/proc/thread-self/schedstat")
     }
 
-    /// Nanoseconds the thread has waited on a run queue so far, or `None` when its file could
-    /// not be opened or read; unreadable once, unreadable for good (no more reads are paid for).
-    pub(crate) fn run_delay_ns(&mut self) -> Option<u64> {
-        let file = self.file.as_ref()?;
-        let delay = read_at_zero(file, &mut self.buf)
-            .ok()
-            .and_then(|()| std::str::from_utf8(&self.buf).ok())
-            .and_then(|text| crate::procfs::schedstat::parse_task(text).ok())
-            .map(|stat| stat.run_delay_ns);
-        if delay.is_none() {
-            self.file = None;
+    fn at(path: impl Into<PathBuf>) -> Self {
+        ThreadSchedstat {
+            path: path.into(),
+            file: None,
+            buf: Vec::with_capacity(64),
+            retry_at: None,
+            retry_after: SCHEDSTAT_RETRY,
+            failing: false,
+            new_failure: None,
         }
-        delay
+    }
+
+    /// Nanoseconds the thread has waited on a run queue so far, or `None` when its file cannot
+    /// be opened or read now (no system call until the retry is due).
+    pub(crate) fn run_delay_ns(&mut self) -> Option<u64> {
+        if self.file.is_none() {
+            if self.retry_at.is_some_and(|at| Instant::now() < at) {
+                return None;
+            }
+            match File::open(&self.path) {
+                Ok(file) => self.file = Some(file),
+                Err(e) => {
+                    self.failed(format!("cannot open {}: {e}", self.path.display()));
+                    return None;
+                }
+            }
+        }
+        let file = self.file.as_ref()?;
+        match read_run_delay(file, &self.path, &mut self.buf) {
+            Ok(delay) => {
+                self.failing = false;
+                Some(delay)
+            }
+            Err(why) => {
+                self.file = None;
+                self.failed(why);
+                None
+            }
+        }
+    }
+
+    /// Why readings began to fail, once per stretch of failures (`None`: no new stretch since
+    /// the last call): for the caller's count and log.
+    pub(crate) fn take_failure(&mut self) -> Option<String> {
+        self.new_failure.take()
+    }
+
+    fn failed(&mut self, why: String) {
+        self.retry_at = Some(Instant::now() + self.retry_after);
+        if !std::mem::replace(&mut self.failing, true) {
+            self.new_failure = Some(why);
+        }
+    }
+}
+
+/// The run-queue wait in the schedstat file `file` (at `path`), or why it cannot be had.
+fn read_run_delay(file: &File, path: &Path, buf: &mut Vec<u8>) -> Result<u64, String> {
+    read_at_zero(file, buf).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = std::str::from_utf8(buf).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
+    crate::procfs::schedstat::parse_task(text)
+        .map(|stat| stat.run_delay_ns)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const OWN: &str = "/proc/thread-self/schedstat";
+
+    #[test]
+    fn an_unreadable_schedstat_is_reported_once_and_read_again_later() {
+        if !Path::new(OWN).exists() {
+            eprintln!("skipped: this kernel keeps no per-thread schedstat (CONFIG_SCHED_INFO)");
+            return;
+        }
+        // A file that cannot be opened: no reading, and the failure is reported.
+        let mut schedstat = ThreadSchedstat::at("/proc/thread-self/no-such-file");
+        schedstat.retry_after = Duration::ZERO; // every reading tries again
+        assert_eq!(schedstat.run_delay_ns(), None);
+        let why = schedstat.take_failure().expect("the failure is reported");
+        assert!(why.contains("/proc/thread-self/no-such-file"), "{why}");
+        assert_eq!(schedstat.run_delay_ns(), None, "tried again, failed again");
+        assert_eq!(schedstat.take_failure(), None, "one stretch of failures is reported once");
+        // Readable again: read again, not turned off for good.
+        schedstat.path = PathBuf::from(OWN);
+        assert!(schedstat.run_delay_ns().is_some(), "read again after the failures");
+        assert_eq!(schedstat.take_failure(), None);
+        // A read that fails on the open file (text that is not a schedstat): a new stretch,
+        // reported again; the file is opened afresh at the next reading.
+        schedstat.file = Some(File::open("/proc/thread-self/stat").unwrap());
+        assert_eq!(schedstat.run_delay_ns(), None);
+        let why = schedstat.take_failure().expect("a new stretch is reported");
+        assert!(why.contains(OWN), "{why}");
+        assert!(schedstat.run_delay_ns().is_some(), "opened again");
+    }
+
+    #[test]
+    fn after_a_failure_no_system_call_is_made_until_the_retry_is_due() {
+        let mut schedstat = ThreadSchedstat::at("/proc/thread-self/no-such-file");
+        schedstat.retry_after = Duration::from_secs(3600);
+        assert_eq!(schedstat.run_delay_ns(), None);
+        assert!(schedstat.take_failure().is_some());
+        // Even a path that would open now is not tried before the retry.
+        schedstat.path = PathBuf::from("/proc/self/stat");
+        assert_eq!(schedstat.run_delay_ns(), None);
+        assert!(schedstat.file.is_none(), "not opened before the retry is due");
+        assert_eq!(schedstat.take_failure(), None);
     }
 }

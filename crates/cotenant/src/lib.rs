@@ -30,6 +30,7 @@
 
 #[cfg(not(loom))]
 pub mod advisor;
+mod affinity;
 pub mod bandwidth;
 pub mod cpus;
 pub mod health;

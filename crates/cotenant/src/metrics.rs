@@ -1,7 +1,10 @@
 //! [`Metrics`]: a snapshot of a pool's counters and gauges, printable for people
-//! ([`Display`](std::fmt::Display)) and for Prometheus ([`Metrics::to_prometheus`]).
+//! ([`Display`](std::fmt::Display)) and for Prometheus ([`Metrics::to_prometheus`]); and how the
+//! library reports a feature it turned off because the kernel refused a read
+//! (`Degradation`): counted in [`Metrics::degradations`] and logged once per process.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::health::{Alert, Alerts};
 
@@ -64,6 +67,13 @@ pub struct Metrics {
     /// (sleeping, waiting for I/O or a lock) for a whole period while holding one; the rest of
     /// such a task runs without a token (`crate::tokens`, docs/host-tokens.md).
     pub token_takebacks: u64,
+    /// Counter: times the pool turned a feature off, or went without a reading, because the
+    /// kernel refused a read: its CPU mask at build (worker pinning and host-token CPU leases
+    /// are then off), a worker's schedstat (the policy's run-queue wait, the host-token
+    /// holders' wait or an elastic pool's per-task wait is then missing until a retry, a
+    /// second later, succeeds). A stretch of failures counts once; the first of each kind in
+    /// the process is logged as a warning naming what failed and what was turned off.
+    pub degradations: u64,
     /// Gauge: whether the pool shares host CPU tokens now, and if not, why.
     pub host_tokens: TokenState,
     /// The CPU budget's counters, for a pool built with
@@ -161,7 +171,7 @@ impl Metrics {
     /// The metrics in the Prometheus text exposition format, labelled `pool="<pool>"`.
     pub fn to_prometheus(&self, pool: &str) -> String {
         let label = pool.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-        let rows: [(&str, &str, &str, u64); 17] = [
+        let rows: [(&str, &str, &str, u64); 18] = [
             ("threads", "gauge", "OS threads the pool started", self.threads as u64),
             ("target", "gauge", "workers allowed to run", self.target as u64),
             ("running", "gauge", "workers running tasks", self.running as u64),
@@ -198,6 +208,12 @@ impl Metrics {
                 "counter",
                 "host CPU tokens taken back from workers blocked while holding one",
                 self.token_takebacks,
+            ),
+            (
+                "degradations_total",
+                "counter",
+                "features turned off or readings missed because the kernel refused a read (see the log)",
+                self.degradations,
             ),
         ];
         let budget_rows = self.budget.map(|b| {
@@ -308,6 +324,9 @@ impl fmt::Display for Metrics {
                 self.token_timeouts, self.token_errors, self.token_takebacks, self.token_fallback_periods
             )?;
         }
+        if self.degradations > 0 {
+            write!(f, "; {} degradations (a kernel read failed; see the log)", self.degradations)?;
+        }
         if let Some(b) = self.budget {
             write!(
                 f,
@@ -338,5 +357,105 @@ impl fmt::Display for Metrics {
             )?;
         }
         Ok(())
+    }
+}
+
+/// A feature the library turned off, or a reading it went without, because the kernel refused a
+/// read. None of them stops a pool, so none may pass in silence: [`record`](Degradation::record)
+/// counts it for the pool it happened to ([`Metrics::degradations`]) and logs the first of each
+/// kind in the process as a warning naming what failed and what was turned off.
+#[cfg_attr(loom, allow(dead_code))] // the pool's readers of the kernel are not built under loom
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Degradation {
+    /// `sched_getaffinity(2)` failed while a pool was built (`pool/mod.rs`).
+    AffinityUnreadable,
+    /// The controller could not open or read a worker's schedstat (`pool/control.rs`).
+    WorkerSchedstat,
+    /// A worker could not read its own schedstat (`pool/host_tokens.rs`, `pool/elastic.rs`).
+    OwnSchedstat,
+}
+
+/// Per [`Degradation`], in declaration order: whether this process has logged one.
+static LOGGED: [AtomicBool; 3] = [AtomicBool::new(false), AtomicBool::new(false), AtomicBool::new(false)];
+
+#[cfg_attr(loom, allow(dead_code))]
+impl Degradation {
+    /// What failed.
+    fn what(self) -> &'static str {
+        match self {
+            Degradation::AffinityUnreadable => "the CPU affinity mask could not be read",
+            Degradation::WorkerSchedstat => "the controller could not read a worker's schedstat",
+            Degradation::OwnSchedstat => "a worker could not read its own schedstat",
+        }
+    }
+
+    /// What the library does without it.
+    fn consequence(self) -> &'static str {
+        match self {
+            Degradation::AffinityUnreadable => {
+                "worker pinning and host-token CPU leases are off for the pool being built"
+            }
+            Degradation::WorkerSchedstat => {
+                "the pool's policy runs without the workers' run-queue wait until a retry (every \
+                 second) reads it"
+            }
+            Degradation::OwnSchedstat => {
+                "the worker's run-queue wait is unknown (host tokens: the holders' wait; elastic \
+                 pools: counted as blocked time) until a retry (every second) reads it"
+            }
+        }
+    }
+
+    /// Counts one in `counter`, and logs it if it is the first of its kind in this process.
+    /// `detail`: the failure (path and error). Returns whether it was logged now.
+    pub(crate) fn record(self, counter: &AtomicU64, detail: &dyn fmt::Display) -> bool {
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.log_once(detail)
+    }
+
+    /// Logs it if it is the first of its kind in this process, for a caller that counts it
+    /// itself; returns whether it was logged now.
+    pub(crate) fn log_once(self, detail: &dyn fmt::Display) -> bool {
+        let first = !LOGGED[self as usize].swap(true, Ordering::Relaxed);
+        if first {
+            tracing::warn!(
+                "cotenant: {} ({detail}); {} (counted in Metrics::degradations; logged once)",
+                self.what(),
+                self.consequence()
+            );
+        }
+        first
+    }
+
+    /// Whether this process has logged one of this kind.
+    #[cfg(test)]
+    pub(crate) fn logged(self) -> bool {
+        LOGGED[self as usize].load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_degradation_is_counted_every_time_and_logged_once() {
+        let counter = AtomicU64::new(0);
+        let kind = Degradation::AffinityUnreadable;
+        let first = kind.record(&counter, &"sched_getaffinity(2): test");
+        let second = kind.record(&counter, &"sched_getaffinity(2): test");
+        assert_eq!(counter.load(Ordering::Relaxed), 2, "each one counted");
+        assert!(!second, "logged at most once per process");
+        assert!(kind.logged(), "logged (first: {first})");
+    }
+
+    #[test]
+    fn degradations_show_for_people_and_for_prometheus() {
+        let metrics = Metrics { degradations: 3, ..Metrics::default() };
+        assert!(metrics.to_string().contains("3 degradations"), "{metrics}");
+        let text = metrics.to_prometheus("p");
+        assert!(text.contains("# TYPE cotenant_pool_degradations_total counter"), "{text}");
+        assert!(text.contains("cotenant_pool_degradations_total{pool=\"p\"} 3"), "{text}");
+        assert!(!Metrics::default().to_string().contains("degradations"));
     }
 }

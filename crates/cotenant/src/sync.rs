@@ -4,13 +4,13 @@
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering},
+    atomic::{fence, AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering},
     Arc, Condvar, Mutex, MutexGuard,
 };
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering},
+    atomic::{fence, AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering},
     Arc, Condvar, Mutex, MutexGuard,
 };
 

@@ -85,7 +85,9 @@ fn shutdown_now_cancels_the_task_of_a_worker_parked_at_exhaustion() {
     let queued = pool.spawn(|| "ran");
     first.join().unwrap();
     // The worker found the budget spent: it holds `parked` (or will) and waits for a refill.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while pool.metrics().budget.unwrap().throttled_periods == 0 {
+        assert!(std::time::Instant::now() < deadline, "the worker never parked: {}", pool.metrics());
         std::thread::yield_now();
     }
     pool.shutdown_now();

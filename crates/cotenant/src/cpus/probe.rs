@@ -487,23 +487,10 @@ fn parse_optional<T>(
     }
 }
 
-/// The calling thread's affinity mask. The raw system call reports how many bytes the kernel's
-/// mask has, and fails with EINVAL when the buffer is smaller, so the buffer grows until it
-/// fits (hosts with more than 1024 CPUs).
+/// The calling thread's affinity mask, read in a buffer sized from the kernel (`crate::affinity`:
+/// hosts with more than 1024 CPUs too).
 fn own_affinity() -> io::Result<CpuSet> {
-    let mut words = 16; // 1024 CPUs, glibc's cpu_set_t
-    loop {
-        let mut mask = vec![0u64; words];
-        // SAFETY: the kernel writes at most `words * 8` bytes into `mask`, which is that long.
-        let r = unsafe { libc::syscall(libc::SYS_sched_getaffinity, 0, words * 8, mask.as_mut_ptr()) };
-        if r >= 0 {
-            return Ok(CpuSet::from_mask_words(&mask));
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EINVAL) && words < 1024 {
-            words *= 2;
-            continue;
-        }
-        return Err(e);
-    }
+    let mut set = CpuSet::new();
+    crate::affinity::current_thread_cpus()?.into_iter().for_each(|cpu| set.insert(cpu));
+    Ok(set)
 }

@@ -14,6 +14,7 @@ use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
 /// The shortest interval between two checks on the submit path: a burst of submits pays
 /// for one read, not one each.
+#[cfg_attr(loom, allow(dead_code))]
 const SUBMIT_CHECK_INTERVAL: Duration = Duration::from_micros(50);
 /// How often a borrowed worker checks whether someone else waits for a CPU: it holds a CPU
 /// somebody wants for at most this long plus the task it is running.
@@ -25,6 +26,7 @@ pub(crate) struct Borrow {
     /// The host's online CPUs, which `/proc/loadavg`'s running count is over.
     online_cpus: AtomicUsize,
     /// When the submit path last read `/proc/loadavg` (nanoseconds since the pool's epoch).
+    #[cfg_attr(loom, allow(dead_code))]
     last_submit_check_ns: AtomicU64,
     #[cfg(not(loom))]
     loadavg: Option<std::fs::File>,
@@ -59,17 +61,24 @@ impl Borrow {
     /// The submit path's check: false without reading when another submit checked less than
     /// [`SUBMIT_CHECK_INTERVAL`] ago.
     pub(crate) fn submit_may_borrow(&self, now_ns: u64, submitter_stays: bool) -> bool {
-        let last = self.last_submit_check_ns.load(Ordering::Relaxed);
-        if last != 0 && now_ns.saturating_sub(last) < SUBMIT_CHECK_INTERVAL.as_nanos() as u64 {
-            return false;
-        }
-        if self
-            .last_submit_check_ns
-            .compare_exchange(last, now_ns.max(1), Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
+        // Under loom the clock-timed throttle is left out: a model must take the same path on
+        // every replay of a schedule.
+        #[cfg(not(loom))]
         {
-            return false; // another submit is checking right now
+            let last = self.last_submit_check_ns.load(Ordering::Relaxed);
+            if last != 0 && now_ns.saturating_sub(last) < SUBMIT_CHECK_INTERVAL.as_nanos() as u64 {
+                return false;
+            }
+            if self
+                .last_submit_check_ns
+                .compare_exchange(last, now_ns.max(1), Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+            {
+                return false; // another submit is checking right now
+            }
         }
+        #[cfg(loom)]
+        let _ = now_ns;
         self.cpu_idle_now(submitter_stays)
     }
 
@@ -87,10 +96,12 @@ impl Borrow {
             let cpus = u32::try_from(self.online_cpus.load(Ordering::Relaxed)).unwrap_or(u32::MAX);
             crate::policy::borrow::cpu_idle_now(runnable, cpus, reader_stays)
         }
+        // Under loom a CPU is always free: whether a model borrows is then decided by the
+        // limit it sets (0 unless it calls `set`), the same on every replay of a schedule.
         #[cfg(loom)]
         {
             let _ = reader_stays;
-            false
+            true
         }
     }
 }

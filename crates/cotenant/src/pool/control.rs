@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use super::elastic::{spawn_missing, Totals};
 use super::Shared;
+use crate::metrics::Degradation;
 use crate::policy::elastic::{ElasticSample, ElasticState};
 use crate::policy::{fallback_target, Policy, PolicyState};
 use crate::sampler::{clock_ns, read_at_zero, HostCounters, HostDelta, HostSampler};
@@ -103,8 +104,15 @@ struct Entry {
     last_cap: Option<u32>,
     /// Consecutive periods without work (nothing queued, no busy worker).
     idle_periods: u32,
-    /// `/proc/self/task/<tid>/schedstat` per worker; `None` once any is unavailable.
+    /// `/proc/self/task/<tid>/schedstat` per worker (empty: to be opened once every worker
+    /// has started); `None` after one could not be opened or read, until they are opened
+    /// again at `schedstat_retry_at`.
     schedstat: Option<Vec<(PathBuf, File)>>,
+    /// When to open the workers' schedstat files again after a failure (`None`: at once).
+    schedstat_retry_at: Option<Instant>,
+    /// The last reading of them failed: a failure now continues that stretch and is not
+    /// counted again (`Metrics::degradations`).
+    schedstat_failing: bool,
     /// Per worker, the largest wait while holding host tokens read so far: a reading taken
     /// as a hold ends can be lower than the last (`WorkerStats::token_wait_ns`).
     token_wait_seen: Vec<u64>,
@@ -188,6 +196,8 @@ pub(crate) fn register(
         last_cap: None,
         idle_periods: 0,
         schedstat: Some(Vec::new()),
+        schedstat_retry_at: None,
+        schedstat_failing: false,
         token_wait_seen: Vec::new(),
         token_holds_seen: Vec::new(),
         draining: false,
@@ -645,11 +655,22 @@ struct RunqWaits {
     holding: Option<u64>,
 }
 
-/// The workers' run-queue waits, or `None` when the kernel does not report them (no
-/// `CONFIG_SCHED_INFO`) or a worker has not started yet.
+/// How long after a failed reading the workers' schedstat files are opened again.
+const SCHEDSTAT_RETRY: Duration = Duration::from_secs(1);
+
+/// The workers' run-queue waits, or `None` when a worker has not started yet or its schedstat
+/// cannot be opened or read (no `CONFIG_SCHED_INFO`, say): the files are then closed and
+/// opened again after `SCHEDSTAT_RETRY`, and a stretch of failures is counted once in
+/// `Metrics::degradations` (the first in the process also logged).
 fn read_runq_waits(entry: &mut Entry, pool: &Shared) -> Option<RunqWaits> {
-    if entry.schedstat.as_ref()?.is_empty() {
-        // Open every worker's file or none: a partial list would under-count for good.
+    if entry.schedstat.is_none() {
+        if entry.schedstat_retry_at.is_some_and(|at| Instant::now() < at) {
+            return None;
+        }
+        entry.schedstat = Some(Vec::new());
+    }
+    if entry.schedstat.as_ref().is_some_and(Vec::is_empty) {
+        // Open every worker's file or none: a partial list would under-count.
         let mut files = Vec::with_capacity(pool.workers.len());
         for worker in pool.workers.iter() {
             let tid = worker.tid.load(std::sync::atomic::Ordering::Acquire);
@@ -659,8 +680,8 @@ fn read_runq_waits(entry: &mut Entry, pool: &Shared) -> Option<RunqWaits> {
             let path = PathBuf::from(format!("/proc/self/task/{tid}/schedstat"));
             match File::open(&path) {
                 Ok(file) => files.push((path, file)),
-                Err(_) => {
-                    entry.schedstat = None;
+                Err(error) => {
+                    schedstat_failed(entry, pool, &format!("cannot open {}: {error}", path.display()));
                     return None;
                 }
             }
@@ -671,11 +692,20 @@ fn read_runq_waits(entry: &mut Entry, pool: &Shared) -> Option<RunqWaits> {
     debug_assert_eq!(files.len(), pool.workers.len(), "one schedstat file per worker, in order");
     entry.token_wait_seen.resize(pool.workers.len(), 0);
     let mut waits = RunqWaits { all: 0, holding: Some(0) };
+    let mut failure = None;
     for (((path, file), worker), seen) in
         files.iter().zip(pool.workers.iter()).zip(&mut entry.token_wait_seen)
     {
-        let text = read_at_zero(file, path, &mut entry.buf).ok()?;
-        let stat = crate::procfs::schedstat::parse_task(text).ok()?;
+        let stat = read_at_zero(file, path, &mut entry.buf).map_err(|e| e.to_string()).and_then(|text| {
+            crate::procfs::schedstat::parse_task(text).map_err(|e| format!("{}: {e}", path.display()))
+        });
+        let stat = match stat {
+            Ok(stat) => stat,
+            Err(why) => {
+                failure = Some(why);
+                break;
+            }
+        };
         waits.all = waits.all.saturating_add(stat.run_delay_ns);
         let holding = worker.token_wait_ns(stat.run_delay_ns).map(|now| {
             *seen = (*seen).max(now);
@@ -683,7 +713,22 @@ fn read_runq_waits(entry: &mut Entry, pool: &Shared) -> Option<RunqWaits> {
         });
         waits.holding = waits.holding.zip(holding).map(|(sum, one)| sum.saturating_add(one));
     }
+    if let Some(why) = failure {
+        schedstat_failed(entry, pool, &why);
+        return None;
+    }
+    entry.schedstat_failing = false;
     Some(waits)
+}
+
+/// The workers' schedstat files failed (`why`): closed, opened again after `SCHEDSTAT_RETRY`;
+/// the first failure of a stretch is counted for the pool and, first in the process, logged.
+fn schedstat_failed(entry: &mut Entry, pool: &Shared, why: &str) {
+    entry.schedstat = None;
+    entry.schedstat_retry_at = Some(Instant::now() + SCHEDSTAT_RETRY);
+    if !std::mem::replace(&mut entry.schedstat_failing, true) {
+        Degradation::WorkerSchedstat.record(&pool.degradations, &why);
+    }
 }
 
 #[cfg(test)]
@@ -707,6 +752,8 @@ mod tests {
             last_cap: None,
             idle_periods: 0,
             schedstat: None,
+            schedstat_retry_at: None,
+            schedstat_failing: false,
             token_wait_seen: Vec::new(),
             token_holds_seen: Vec::new(),
             draining: false,
@@ -745,9 +792,10 @@ mod tests {
 
     #[test]
     fn with_shared_tokens_only_the_holders_wait_is_contention() {
-        let Ok(mut sampler) = HostSampler::system() else { return };
+        let mut sampler = HostSampler::system().expect("this Linux host's /proc can be sampled");
         if !std::path::Path::new("/proc/thread-self/schedstat").exists() {
-            return; // a kernel without schedstat: the wait is estimated otherwise
+            eprintln!("skipped: a kernel without schedstat (the wait is estimated otherwise)");
+            return;
         }
         let name = format!("cotenant-test-control-holders-{}", std::process::id());
         /// Removes the recording however the test ends.
@@ -773,7 +821,13 @@ mod tests {
         entry.policy = Policy::adaptive().sharing_host_tokens();
         entry.unshared_policy = Some(Policy::adaptive());
         entry.schedstat = Some(Vec::new());
-        let mut recorder = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        // create_new (O_EXCL): a file or link planted at the name fails the test, never
+        // written through.
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).unwrap()
+        };
+        let mut recorder = std::io::BufWriter::new(file);
         let mut tick_now = |entry: &mut Entry, recorder: &mut std::io::BufWriter<std::fs::File>| {
             std::thread::sleep(Duration::from_millis(2));
             tick(entry, &pool.shared, &sampler.read(), Some(recorder));
@@ -797,8 +851,40 @@ mod tests {
     }
 
     #[test]
+    fn an_unreadable_worker_schedstat_is_counted_once_and_opened_again_later() {
+        if !std::path::Path::new("/proc/thread-self/schedstat").exists() {
+            eprintln!("skipped: this kernel keeps no per-thread schedstat (CONFIG_SCHED_INFO)");
+            return;
+        }
+        let pool = Pool::builder().policy(Policy::fixed(1)).threads(1).host_tokens_off().build().unwrap();
+        let worker = &pool.shared.workers[0];
+        let started = Instant::now();
+        while worker.tid.load(Ordering::Acquire) == 0 {
+            assert!(started.elapsed() < Duration::from_secs(60), "the worker did not start");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let tid = worker.tid.load(Ordering::Acquire);
+        let mut entry = entry_for(&pool);
+        // A thread id no thread has (beyond any pid_max): its schedstat cannot be opened.
+        worker.tid.store(u64::from(u32::MAX), Ordering::Release);
+        assert!(read_runq_waits(&mut entry, &pool.shared).is_none());
+        assert_eq!(pool.metrics().degradations, 1, "the failure is counted");
+        assert!(Degradation::WorkerSchedstat.logged(), "and logged");
+        // Tried again when due, failing still: the same stretch, not counted again.
+        entry.schedstat_retry_at = Some(Instant::now());
+        assert!(read_runq_waits(&mut entry, &pool.shared).is_none());
+        assert_eq!(pool.metrics().degradations, 1, "a stretch of failures counts once");
+        // The file can be opened again: read again, not turned off for good.
+        worker.tid.store(tid, Ordering::Release);
+        entry.schedstat_retry_at = Some(Instant::now());
+        assert!(read_runq_waits(&mut entry, &pool.shared).is_some(), "read again after the failures");
+        assert!(read_runq_waits(&mut entry, &pool.shared).is_some());
+        assert_eq!(pool.metrics().degradations, 1);
+    }
+
+    #[test]
     fn the_first_reading_only_sets_the_baseline() {
-        let Ok(mut sampler) = HostSampler::system() else { return };
+        let mut sampler = HostSampler::system().expect("this Linux host's /proc can be sampled");
         let pool = Pool::builder().policy(Policy::fixed(2)).threads(2).build().unwrap();
         let mut entry = entry_for(&pool);
         tick(&mut entry, &pool.shared, &sampler.read(), None);

@@ -28,6 +28,7 @@ use std::time::Instant;
 use super::worker::WorkerStats;
 use super::Shared;
 use crate::kfile::ThreadSchedstat;
+use crate::metrics::Degradation;
 use crate::policy::elastic::ElasticConfig;
 use crate::sampler::clock_ns;
 use crate::sync::lock;
@@ -139,22 +140,21 @@ pub(crate) struct TaskMeter {
     last_sample: Option<Instant>,
 }
 
-/// The readings at the start of a sampled task.
+/// The readings at the start of a sampled task (`runq_ns`: `None` when schedstat could not
+/// be read).
 pub(crate) struct Mark {
     at: Instant,
     cpu_ns: u64,
-    runq_ns: u64,
+    runq_ns: Option<u64>,
 }
 
 impl TaskMeter {
-    /// Opens the calling thread's schedstat (none when the kernel lacks `CONFIG_SCHED_INFO`:
-    /// run-queue wait then counts as blocked time, and the CPU policy alone limits the pool).
+    /// The calling thread's meter, reading its schedstat (unreadable, as when the kernel lacks
+    /// `CONFIG_SCHED_INFO`: a sample's run-queue wait then counts as blocked time, and the CPU
+    /// policy alone limits the pool; the failure is counted in `Metrics::degradations`, logged
+    /// once, and the file tried again a second later).
     pub(crate) fn for_current_thread() -> Self {
         TaskMeter { schedstat: ThreadSchedstat::for_current_thread(), count: 0, last_sample: None }
-    }
-
-    fn runq_ns(&mut self) -> u64 {
-        self.schedstat.run_delay_ns().unwrap_or(0)
     }
 
     /// Starts a task: a `Mark` if this one is sampled.
@@ -167,20 +167,29 @@ impl TaskMeter {
             return None;
         }
         self.last_sample = Some(at);
-        Some(Mark { at, cpu_ns: thread_cpu_ns(), runq_ns: self.runq_ns() })
+        Some(Mark { at, cpu_ns: thread_cpu_ns(), runq_ns: self.schedstat.run_delay_ns() })
     }
 
     /// Ends a task: counts it, and adds its times if it was sampled.
     pub(crate) fn finish(&mut self, mark: Option<Mark>, stats: &WorkerStats) {
         let c = &stats.tasks;
         if let Some(mark) = mark {
-            let runq_ns = self.runq_ns().saturating_sub(mark.runq_ns);
+            // Both readings or none: a file readable again at the end of the task (after a
+            // failure at its start) would otherwise count the thread's whole wait so far.
+            let runq_ns = match (mark.runq_ns, self.schedstat.run_delay_ns()) {
+                (Some(start), Some(end)) => end.saturating_sub(start),
+                _ => 0,
+            };
             let cpu_ns = thread_cpu_ns().saturating_sub(mark.cpu_ns);
             let wall_ns = u64::try_from(mark.at.elapsed().as_nanos()).unwrap_or(u64::MAX);
             c.wall_ns.fetch_add(wall_ns, Ordering::Relaxed);
             c.cpu_ns.fetch_add(cpu_ns, Ordering::Relaxed);
             c.runq_ns.fetch_add(runq_ns, Ordering::Relaxed);
             c.sampled.fetch_add(1, Ordering::Release);
+            // After the sample's readings: the first failure's log line is not part of them.
+            if let Some(why) = self.schedstat.take_failure() {
+                Degradation::OwnSchedstat.record(&stats.degradations, &why);
+            }
         }
         c.tasks.fetch_add(1, Ordering::Release);
     }

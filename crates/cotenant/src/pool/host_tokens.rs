@@ -66,6 +66,7 @@ use std::time::Duration;
 
 use super::worker::WorkerStats;
 use crate::kfile::ThreadSchedstat;
+use crate::metrics::Degradation;
 use crate::tokens::{Acquired, HostTokens};
 
 /// The default wait for a token before a task runs without one.
@@ -145,9 +146,15 @@ fn hold_lease(hold: u64) -> Option<u32> {
 impl<'a> Held<'a> {
     /// A token just taken by the worker whose counters are `stats`.
     fn new(tokens: &'a PoolTokens, stats: &'a WorkerStats) -> Self {
-        match own_run_delay() {
-            Some(wait) => stats.token_wait_since.store(wait.saturating_add(1), Ordering::Release),
-            // The controller then has no holders' wait for this pool (`WorkerStats::token_wait_ns`).
+        match own_run_delay(stats) {
+            Some(wait) => {
+                stats.token_wait_since.store(wait.saturating_add(1), Ordering::Release);
+                // Readable again after a failure (`ThreadSchedstat` tries again): the holders'
+                // wait is known from this hold on.
+                stats.token_wait_unknown.store(false, Ordering::Relaxed);
+            }
+            // The controller then has no holders' wait for this pool (`WorkerStats::token_wait_ns`)
+            // until a later token's reading succeeds.
             None => stats.token_wait_unknown.store(true, Ordering::Relaxed),
         }
         Held { tokens, stats, lease: None, hold: 0 }
@@ -214,7 +221,8 @@ impl Drop for Held<'_> {
     fn drop(&mut self) {
         let since = self.stats.token_wait_since.load(Ordering::Acquire);
         if since != 0 {
-            let held = super::worker::holding_wait(0, since, own_run_delay().unwrap_or(since - 1));
+            let now = own_run_delay(self.stats).unwrap_or(since - 1);
+            let held = super::worker::holding_wait(0, since, now);
             // `since` cleared before the total grows, and read after it
             // (`WorkerStats::token_wait_ns`): one reading never counts the hold twice; one in
             // between sees less than the last one did (the controller keeps the larger).
@@ -246,10 +254,17 @@ thread_local! {
     static SCHEDSTAT: RefCell<Option<ThreadSchedstat>> = const { RefCell::new(None) };
 }
 
-/// The calling thread's run-queue wait so far, or `None` when the kernel does not report it.
-fn own_run_delay() -> Option<u64> {
+/// The calling thread's run-queue wait so far, or `None` when it cannot be read now (tried
+/// again later: `ThreadSchedstat`). A failure is counted in the worker's `stats`
+/// (`Metrics::degradations`) and logged once.
+fn own_run_delay(stats: &WorkerStats) -> Option<u64> {
     SCHEDSTAT.with_borrow_mut(|schedstat| {
-        schedstat.get_or_insert_with(ThreadSchedstat::for_current_thread).run_delay_ns()
+        let schedstat = schedstat.get_or_insert_with(ThreadSchedstat::for_current_thread);
+        let delay = schedstat.run_delay_ns();
+        if let Some(why) = schedstat.take_failure() {
+            Degradation::OwnSchedstat.record(&stats.degradations, &why);
+        }
+        delay
     })
 }
 
@@ -486,9 +501,9 @@ fn move_current_thread(cpu: u32) -> std::io::Result<()> {
     if running_cpu() == Some(cpu) {
         return Ok(());
     }
-    let mask = super::placement::current_thread_mask()?;
-    super::placement::pin_current_thread(cpu)?;
-    super::placement::restore_current_thread(&mask).map_err(|e| {
+    let mask = crate::affinity::Mask::of_current_thread()?;
+    crate::affinity::pin_current_thread(cpu)?;
+    mask.apply_to_current_thread().map_err(|e| {
         std::io::Error::new(e.kind(), format!("{e}, after binding it there: it stays bound to CPU {cpu}"))
     })
 }
@@ -518,7 +533,10 @@ mod tests {
         let set = Arc::new(HostTokens::open(&name, 1).unwrap());
         let tokens = PoolTokens::new(set, Duration::from_secs(1), Vec::new(), false);
         let stats = WorkerStats::default();
-        let Some(before) = own_run_delay() else { return }; // a kernel without schedstat
+        let Some(before) = own_run_delay(&stats) else {
+            eprintln!("skipped: a kernel without schedstat");
+            return;
+        };
         let Take::Held(held) = tokens.take(&stats, || false) else { panic!("a free token was not taken") };
         let since = stats.token_wait_since.load(Ordering::Acquire);
         assert!(
@@ -531,7 +549,7 @@ mod tests {
             "a hold in progress counts what grew since"
         );
         drop(held);
-        let after = own_run_delay().unwrap();
+        let after = own_run_delay(&stats).unwrap();
         assert_eq!(stats.token_wait_since.load(Ordering::Acquire), 0, "no hold in progress");
         let total = stats.token_wait_total.load(Ordering::Acquire);
         assert!(total <= after - before, "{total} ns while holding, of {} ns in all", after - before);

@@ -31,8 +31,20 @@ mod task;
 mod worker;
 
 #[cfg(all(test, loom))]
+#[path = "tests/loom_borrow.rs"]
+mod loom_borrow;
+#[cfg(all(test, loom))]
+#[path = "tests/loom_budget.rs"]
+mod loom_budget;
+#[cfg(all(test, loom))]
+#[path = "tests/loom_elastic.rs"]
+mod loom_elastic;
+#[cfg(all(test, loom))]
 #[path = "tests/loom_protocol.rs"]
 mod loom_protocol;
+#[cfg(all(test, loom))]
+#[path = "tests/loom_task.rs"]
+mod loom_task;
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -581,6 +593,13 @@ impl Builder {
         // holders' tokens and engages or disengages a default set (`control.rs`).
         #[cfg(not(loom))]
         let controlled = controlled || tokens.is_some();
+        // The CPU mask, read once for pinning and CPU leases (workers pinned for good take no
+        // leases); unreadable, it turns both off, counted in `Metrics::degradations` and logged.
+        #[cfg(not(loom))]
+        let wants_mask = self.pin_workers || (tokens.is_some() && self.host_tokens_leases);
+        #[cfg(loom)]
+        let wants_mask = self.pin_workers;
+        let (mask_cpus, mask_lost) = if wants_mask { read_affinity() } else { (Vec::new(), false) };
         let shared = Arc::new(Shared {
             queue: Queue::new(self.queue_capacity),
             sleep: Sleep::new(threads, initial_target),
@@ -601,6 +620,7 @@ impl Builder {
             caller_ran: AtomicU64::new(0),
             decisions: AtomicU64::new(0),
             sample_errors: AtomicU64::new(0),
+            degradations: std::sync::atomic::AtomicU64::new(u64::from(mask_lost)),
             epoch: Instant::now(),
             #[cfg(not(loom))]
             budget,
@@ -608,7 +628,7 @@ impl Builder {
             host_tokens: tokens.map(|(set, gated)| {
                 // Workers pinned for good take no CPU leases (`host_tokens.rs`).
                 let leases_on =
-                    if self.pin_workers || !self.host_tokens_leases { Vec::new() } else { affinity_cpus() };
+                    if self.pin_workers || !self.host_tokens_leases { Vec::new() } else { mask_cpus.clone() };
                 host_tokens::PoolTokens::new(set, self.host_tokens_wait, leases_on, gated)
             }),
             #[cfg(not(loom))]
@@ -617,13 +637,15 @@ impl Builder {
             elastic: self
                 .elastic
                 .map(|config| elastic::Elastic::new(config, self.name.clone(), self.background)),
+            #[cfg(loom)]
+            elastic: self.elastic.is_some(),
             #[cfg(not(loom))]
             health: std::sync::Mutex::new(crate::health::Health::new(Default::default())),
             #[cfg(not(loom))]
             health_at_ns: AtomicU64::new(0),
         });
         let started = if self.elastic.is_some() { started } else { threads };
-        let allowed = if self.pin_workers { affinity_cpus() } else { Vec::new() };
+        let allowed = if self.pin_workers { mask_cpus } else { Vec::new() };
         let placing = self.pin_workers || self.background;
         let (placed_tx, placed_rx) = std::sync::mpsc::channel::<placement::Outcome>();
         let mut handles = Vec::with_capacity(started);
@@ -728,19 +750,32 @@ fn default_threads() -> usize {
 }
 
 /// The CPUs in the calling thread's affinity mask (which the kernel keeps within the cgroup's
-/// cpuset), ascending; empty when it cannot be read (pinning is then skipped, and the
-/// placement shows no pinned worker).
+/// cpuset), ascending, read in a buffer sized from the kernel (`crate::affinity`); empty when
+/// it cannot be read (the caller decides what that turns off).
+#[cfg(not(loom))]
 pub(crate) fn affinity_cpus() -> Vec<u32> {
+    crate::affinity::current_thread_cpus().unwrap_or_default()
+}
+
+/// The CPU mask for `build`, and whether it could not be read: pinning and CPU leases are then
+/// off for the pool, which counts it (`Shared::degradations`), and the first such failure in
+/// the process is logged with its reason.
+fn read_affinity() -> (Vec<u32>, bool) {
     #[cfg(not(loom))]
-    if let Ok(set) = placement::current_thread_mask() {
-        let bits = 8 * std::mem::size_of::<libc::cpu_set_t>();
-        // SAFETY: CPU_ISSET reads inside the set for ids below its size.
-        return (0..bits)
-            .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-            .map(|cpu| cpu as u32)
-            .collect();
+    {
+        match crate::affinity::current_thread_cpus() {
+            Ok(cpus) => (cpus, false),
+            Err(error) => {
+                crate::metrics::Degradation::AffinityUnreadable.log_once(&error);
+                (Vec::new(), true)
+            }
+        }
     }
-    Vec::new()
+    // Under loom the workers are model threads: nothing to pin.
+    #[cfg(loom)]
+    {
+        (Vec::new(), false)
+    }
 }
 
 /// One clock tick: `1 s / sysconf(_SC_CLK_TCK)` (the reference implementation divided by the
@@ -786,6 +821,10 @@ pub(crate) struct Shared {
     caller_ran: AtomicU64,
     pub(crate) decisions: AtomicU64,
     pub(crate) sample_errors: AtomicU64,
+    /// Features turned off or readings missed because the kernel refused a read, counted by
+    /// `build` and the controller (the workers count theirs in `WorkerStats::degradations`):
+    /// `Metrics::degradations`, `crate::metrics::Degradation`.
+    pub(crate) degradations: std::sync::atomic::AtomicU64,
     pub(crate) epoch: Instant,
     /// The user-space CPU budget, if the pool has one (`budget.rs`).
     #[cfg(not(loom))]
@@ -799,6 +838,9 @@ pub(crate) struct Shared {
     /// An elastic pool's settings and counters (`elastic.rs`).
     #[cfg(not(loom))]
     pub(crate) elastic: Option<elastic::Elastic>,
+    /// Under loom: whether the pool is elastic (its retirement is modelled without the meter).
+    #[cfg(loom)]
+    elastic: bool,
     /// The health alerts' sliding window (`crate::health`), and when it last got a point
     /// (ns since `epoch`).
     #[cfg(not(loom))]
@@ -849,7 +891,7 @@ impl Shared {
         }
         #[cfg(loom)]
         {
-            false
+            self.elastic
         }
     }
 
@@ -1035,6 +1077,8 @@ impl Shared {
             decisions: shared.decisions.load(Ordering::Relaxed),
             sample_errors: shared.sample_errors.load(Ordering::Relaxed),
             borrows: shared.borrows.load(Ordering::Relaxed),
+            degradations: shared.degradations.load(std::sync::atomic::Ordering::Relaxed)
+                + sum(|w| w.degradations.load(std::sync::atomic::Ordering::Relaxed)),
             #[cfg(not(loom))]
             token_timeouts: shared.host_tokens.as_ref().map_or(0, |t| t.timeouts.load(Ordering::Relaxed)),
             #[cfg(not(loom))]

@@ -4,8 +4,9 @@
 //! - **Pinning** (seed 003, "pinning pays even with no neighbour, through warm caches"): worker
 //!   `i` is bound to the `i`-th CPU the process may run on (round robin when there are more
 //!   workers than CPUs). The choice is the pure [`cpu_for`]; the binding is
-//!   `sched_setaffinity` on the worker's own thread, made by the worker itself before its
-//!   first task.
+//!   `sched_setaffinity` on the worker's own thread (`crate::affinity`, any CPU id the kernel
+//!   has), made by the worker itself before its first task. A CPU mask that cannot be read at
+//!   build leaves the workers unpinned, counted in `Metrics::degradations` and logged once.
 //! - **Background** (batch work that must never delay a latency-sensitive neighbour): the
 //!   workers run at `SCHED_IDLE`, which the kernel runs only when nothing else wants the CPU;
 //!   where that is refused (a seccomp filter, an old kernel, a container without the right),
@@ -129,52 +130,11 @@ pub(crate) fn apply(index: usize, request: &Request) -> Outcome {
     Outcome { index, cpu, background }
 }
 
-/// Lets the calling thread run on `cpu` only (`sched_setaffinity`).
+/// Lets the calling thread run on `cpu` only (`sched_setaffinity`, with a mask sized for
+/// `cpu`: `crate::affinity`).
 #[cfg(not(loom))]
-pub(super) fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
-    let cpu = cpu as usize;
-    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it (an id beyond its
-    // size is refused before CPU_SET), and sched_setaffinity(0, ...) reads
-    // size_of::<cpu_set_t>() bytes of it for the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("CPU {cpu} beyond cpu_set_t"),
-            ));
-        }
-        libc::CPU_ZERO(&mut set);
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-/// The calling thread's CPU mask (`sched_getaffinity`), to give back with
-/// [`restore_current_thread`].
-#[cfg(not(loom))]
-pub(super) fn current_thread_mask() -> std::io::Result<libc::cpu_set_t> {
-    // SAFETY: cpu_set_t is plain data that sched_getaffinity fills for the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(set)
-    }
-}
-
-/// Gives the calling thread `mask` back (from [`current_thread_mask`]).
-#[cfg(not(loom))]
-pub(super) fn restore_current_thread(mask: &libc::cpu_set_t) -> std::io::Result<()> {
-    // SAFETY: sched_setaffinity(0, ...) reads size_of::<cpu_set_t>() bytes of `mask`.
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), mask) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
+    crate::affinity::pin_current_thread(cpu)
 }
 
 #[cfg(not(loom))]

@@ -170,7 +170,7 @@ impl Sleep {
     /// Wakes every sleeper at or above the target (an elastic pool's controller, after
     /// lowering it: those workers retire). A worker registering concurrently reads the target
     /// after registering, so it either is claimed here or sees itself above the target.
-    #[cfg(not(loom))]
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn wake_above_target(&self) -> usize {
         let mut registry = lock(&self.registry);
         let target = self.target.load(Ordering::SeqCst);

@@ -1,7 +1,9 @@
 //! A task's result slot: [`Task`] (the caller's end) and the completer the job carries (the
 //! worker's end). Every accepted task resolves its `Task` exactly once: with its value, with its
 //! panic, or with [`JoinError::Cancelled`] when the job is dropped without running (queue
-//! drained by `shutdown_now`), because the completer reports that from `Drop`.
+//! drained by `shutdown_now`), because the completer reports that from `Drop`. The result is
+//! handed over once: a `Task` polled to `Ready` as a future and then joined (or polled again)
+//! gets [`JoinError::AlreadyTaken`], never a panic.
 
 use std::any::Any;
 use std::fmt;
@@ -28,6 +30,9 @@ pub enum JoinError {
     /// The pool refused the task: its queue was full and its [`Full`](crate::Full) policy is
     /// `Reject`, or the pool was shutting down.
     Rejected,
+    /// The result was already handed over: the `Task` was polled as a future until it returned
+    /// `Ready` (which gives the result away), and then joined or polled again.
+    AlreadyTaken,
 }
 
 /// A task's panic: its message, when the payload was a string (as `panic!`'s is), and the
@@ -97,6 +102,7 @@ impl fmt::Debug for JoinError {
             }
             JoinError::Cancelled => f.write_str("Cancelled"),
             JoinError::Rejected => f.write_str("Rejected"),
+            JoinError::AlreadyTaken => f.write_str("AlreadyTaken"),
         }
     }
 }
@@ -110,6 +116,9 @@ impl fmt::Display for JoinError {
             },
             JoinError::Cancelled => f.write_str("the task was cancelled before it ran"),
             JoinError::Rejected => f.write_str("the pool rejected the task (queue full or shutting down)"),
+            JoinError::AlreadyTaken => f.write_str(
+                "the task's result was already taken: it was awaited or polled to completion before this join or poll",
+            ),
         }
     }
 }
@@ -174,6 +183,9 @@ impl<T> Task<T> {
     /// a queued task that wants the same lock running under it (as with rayon), so release
     /// locks before joining. Not in budgeted or elastic pools, and at most 64 such joins deep
     /// on one worker; beyond, a join waits for another worker.
+    ///
+    /// The result is handed over once: after the `Task` was polled as a future until it
+    /// returned `Ready`, `join` returns [`JoinError::AlreadyTaken`] at once.
     pub fn join(self) -> Result<T, JoinError> {
         let backoff = Backoff::default().spins(JOIN_SPIN_ROUNDS).yields(JOIN_YIELD_ROUNDS);
         spin_then_yield(&backoff, || self.slot.resolved.load(Ordering::Acquire));
@@ -194,7 +206,8 @@ impl<T> Task<T> {
                         _ => unreachable!("matched Done just above"),
                     };
                 }
-                State::Taken => unreachable!("join consumes the only Task"),
+                // Polled to `Ready` before: the result went to that poll.
+                State::Taken => return Err(JoinError::AlreadyTaken),
             }
         }
     }
@@ -208,8 +221,9 @@ impl<T> Task<T> {
 /// A `Task` is also a future, for async code: `pool.spawn(f).await` runs `f` on the pool's
 /// threads and wakes the awaiting task when it is done, with any executor (what tokio's
 /// `spawn_blocking(f).await` does, on a pool that leaves room for its neighbours).
-/// Dropping the future detaches the task: it still runs. Polling it again after it returned
-/// `Ready` panics, as with most futures.
+/// Dropping the future detaches the task: it still runs. The result is handed over once:
+/// polling it again after it returned `Ready`, or joining it then, gives
+/// [`JoinError::AlreadyTaken`] (no panic).
 ///
 /// ```
 /// # async fn example(pool: &cotenant::Pool) -> Result<u64, cotenant::JoinError> {
@@ -234,7 +248,7 @@ impl<T> Future for Task<T> {
                 State::Done(result) => Poll::Ready(result),
                 _ => unreachable!("matched Done just above"),
             },
-            State::Taken => panic!("a cotenant Task polled after it returned Ready"),
+            State::Taken => Poll::Ready(Err(JoinError::AlreadyTaken)),
         }
     }
 }
@@ -409,6 +423,22 @@ mod tests {
         completer.resolve(Err(JoinError::Cancelled));
         assert!(matches!(Pin::new(&mut task).poll(&mut cx), Poll::Ready(Err(JoinError::Cancelled))));
         assert_eq!(woken(), 1);
+    }
+
+    #[test]
+    fn a_result_taken_by_a_poll_is_not_handed_over_again() {
+        let (mut task, completer) = task_pair::<u32>();
+        completer.resolve(Ok(3));
+        let waker = Waker::from(std::sync::Arc::new(CountingWaker(Default::default())));
+        let mut cx = Context::from_waker(&waker);
+        assert!(matches!(Pin::new(&mut task).poll(&mut cx), Poll::Ready(Ok(3))));
+        // Polled again, then joined: an error each time, no panic.
+        assert!(matches!(Pin::new(&mut task).poll(&mut cx), Poll::Ready(Err(JoinError::AlreadyTaken))));
+        assert!(task.is_finished(), "join will not block");
+        let error = task.join().unwrap_err();
+        assert!(matches!(error, JoinError::AlreadyTaken));
+        assert_eq!(format!("{error:?}"), "AlreadyTaken");
+        assert!(error.to_string().starts_with("the task's result was already taken"), "{error}");
     }
 
     #[test]

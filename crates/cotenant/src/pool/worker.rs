@@ -56,7 +56,8 @@ pub(crate) struct WorkerStats {
     /// this wait as contention (`control.rs`).
     pub(crate) token_wait_since: std::sync::atomic::AtomicU64,
     pub(crate) token_wait_total: std::sync::atomic::AtomicU64,
-    /// The worker could not read its own schedstat when it took a token.
+    /// The worker could not read its own schedstat when it took its last token (cleared when a
+    /// later token's reading succeeds).
     pub(crate) token_wait_unknown: std::sync::atomic::AtomicBool,
     /// Host tokens: the hold the worker publishes while it holds a token (0: none), so that
     /// the controller can take back the token of a worker blocked in its task
@@ -67,6 +68,10 @@ pub(crate) struct WorkerStats {
     pub(crate) occupied: std::sync::atomic::AtomicBool,
     #[cfg(not(loom))]
     pub(crate) tasks: super::elastic::TaskCounters,
+    /// Readings this worker went without because the kernel refused them (its own schedstat,
+    /// for host tokens and elastic meters): part of `Metrics::degradations`
+    /// (`crate::metrics::Degradation`).
+    pub(crate) degradations: std::sync::atomic::AtomicU64,
 }
 
 impl WorkerStats {
@@ -154,6 +159,7 @@ thread_local! {
 
 /// How deep joins that run queued tasks may nest on one worker (each level is a task run
 /// inside another's join, a few frames of stack); deeper, a join just waits.
+#[cfg_attr(loom, allow(dead_code))]
 const MAX_HELP_DEPTH: u32 = 64;
 
 /// Called by `Task::join` before it blocks, for a task of the pool whose `Shared` is at

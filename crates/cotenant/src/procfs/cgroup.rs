@@ -49,6 +49,11 @@ fn parse_line(line: &str) -> Result<Membership, ParseError> {
     if !path.starts_with('/') {
         return Err(ParseError::new(FORMAT, "cgroup path does not start with '/'", line));
     }
+    // A cgroup name cannot hold a NUL, and a path with one cannot be opened: said here, where
+    // the error names this file, not later on a path built from it.
+    if path.contains('\0') {
+        return Err(ParseError::new(FORMAT, "cgroup path contains a NUL byte", line));
+    }
     let controllers = controllers.split(',').filter(|c| !c.is_empty()).map(str::to_owned).collect();
     Ok(Membership { hierarchy_id, controllers, path: path.to_owned() })
 }

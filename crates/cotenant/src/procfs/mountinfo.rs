@@ -70,12 +70,12 @@ pub fn parse_cgroup_mounts(text: &str) -> Result<Vec<CgroupMount>, ParseError> {
             _ => continue,
         };
         let super_options = fields[sep + 3].split(',').map(str::to_owned).collect();
-        mounts.push(CgroupMount {
-            root: unescape(fields[3]),
-            mount_point: unescape(fields[4]),
-            is_v2,
-            super_options,
-        });
+        let (root, mount_point) = (unescape(fields[3]), unescape(fields[4]));
+        // A path with a NUL (`\000`) cannot be opened: said here, where the error names this file.
+        if root.contains('\0') || mount_point.contains('\0') {
+            return Err(ParseError::new(FORMAT, "path contains a NUL byte", line));
+        }
+        mounts.push(CgroupMount { root, mount_point, is_v2, super_options });
     }
     Ok(mounts)
 }

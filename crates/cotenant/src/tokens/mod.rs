@@ -35,7 +35,9 @@
 //!   `WAITERS` in one atomic `semop`, sleeping on the pipe between tries;
 //! - give back: free the token, then, if anybody waits, write one byte to the pipe, which wakes
 //!   the first waiter; a worker that just handed a token over yields once before it waits
-//!   itself, so that the waiter it woke on its CPU takes the token rather than it.
+//!   itself, so that the waiter it woke on its CPU takes the token rather than it. Only a
+//!   token taken through the same handle is given back: the handle counts them, and refuses a
+//!   release beyond its count (a token given back twice would otherwise be one more token).
 //!
 //! Every adjustment is `SEM_UNDO`, so a process that dies neither keeps a token nor counts as a
 //! waiter. Among processes that share the pipe no wake-up is lost: a waiter counts itself before
@@ -134,6 +136,11 @@ pub struct HostTokens {
     member: bool,
     /// Pools of this process using this handle (`pool/host_tokens.rs`).
     pools: AtomicU32,
+    /// Tokens taken through this handle and not given back yet: [`release`](Self::release)
+    /// refuses to give back more than this, so that a second release of one token cannot add
+    /// a token to the set. (The semaphore itself cannot refuse it: `semop` can wait for a value
+    /// to drop to zero or below a decrement, not refuse an increment above the count.)
+    held: AtomicU32,
 }
 
 thread_local! {
@@ -357,6 +364,7 @@ impl HostTokens {
             waits_on_pipe: false,
             member: false,
             pools: AtomicU32::new(0),
+            held: AtomicU32::new(0),
         }
     }
 
@@ -538,6 +546,7 @@ impl HostTokens {
             self.try_semop([token, lease], "taking a token and a CPU lease")?
         };
         if got {
+            self.held.fetch_add(1, Ordering::AcqRel);
             // No wait follows, so the yield a hand-over asks of this thread's next wait is moot.
             HANDED_OVER.with(|h| h.set(false));
         }
@@ -619,6 +628,20 @@ impl HostTokens {
     /// that `shutdown_now` ends their wait without sending them to the back of the queue every
     /// check); the module documentation says when a later waiter can still go first.
     pub fn acquire_or_cancel(
+        &self,
+        limit: Duration,
+        check_every: Duration,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Acquired, TokensError> {
+        let got = self.take_or_wait(limit, check_every, cancelled);
+        if let Ok(Acquired::Token) = got {
+            self.held.fetch_add(1, Ordering::AcqRel);
+        }
+        got
+    }
+
+    /// [`acquire_or_cancel`](Self::acquire_or_cancel) without the count of tokens held.
+    fn take_or_wait(
         &self,
         limit: Duration,
         check_every: Duration,
@@ -761,8 +784,31 @@ impl HostTokens {
     }
 
     /// Gives a token back; if anybody waits on the pipe, wakes the first.
+    ///
+    /// Only a token taken through this handle ([`acquire`](Self::acquire),
+    /// [`acquire_or_cancel`](Self::acquire_or_cancel),
+    /// [`try_acquire_with_lease`](Self::try_acquire_with_lease)) and not given back yet can be
+    /// given back: a release beyond those is refused with an error and changes nothing, so
+    /// that giving one token back twice cannot add a token to the set. Any thread may give
+    /// back a token another thread took through the same handle (as a pool's controller does
+    /// for a blocked worker). The handle counts, not the semaphore: a process that opened the
+    /// set twice gives each token back through the handle it took it with. The count is per
+    /// handle, not per holder: while one thread holds a token, a second release by another
+    /// thread that shares the handle is not detected (the pool gives each token back exactly
+    /// once by its own bookkeeping, `WorkerStats::token_hold`).
     pub fn release(&self) -> Result<(), TokensError> {
-        self.semop(&mut [sembuf(SEM_TOKENS, 1, libc::SEM_UNDO)], "giving a token back")?;
+        if !self.take_held() {
+            return Err(error(format!(
+                "set {:?}: no token taken through this handle is held; nothing to give back \
+                 (released twice?)",
+                self.name
+            )));
+        }
+        if let Err(e) = self.semop(&mut [sembuf(SEM_TOKENS, 1, libc::SEM_UNDO)], "giving a token back") {
+            // Not given back: still held.
+            self.held.fetch_add(1, Ordering::AcqRel);
+            return Err(e);
+        }
         if let Some(wakeups) = &self.wakeups {
             // Read after the token is free: a waiter counted itself before its first try, so
             // either that try finds the token or this read finds the waiter.
@@ -779,7 +825,9 @@ impl HostTokens {
     /// of three); otherwise one after the other, waking the first waiter. Both are given back
     /// whatever fails; the error says what did.
     pub fn release_with_lease(&self, cpu: u32) -> Result<(), TokensError> {
-        if cpu < self.leases {
+        // The one-semop path only for a token held (see `release`); otherwise the two calls
+        // below give the lease back and refuse the token.
+        if cpu < self.leases && self.take_held() {
             let num = lease_semaphore(cpu);
             // "The lease is held (value 0)", then free it and the token; with the pipe, also
             // "nobody waits on it": a waiter counts itself before its first try, so if this
@@ -797,12 +845,19 @@ impl HostTokens {
             if let Ok(true) = done {
                 return Ok(());
             }
+            // Not given back here: still held, and `release` below gives it back.
+            self.held.fetch_add(1, Ordering::AcqRel);
         }
         match (self.give_back_lease(cpu), self.release()) {
             (Ok(()), Ok(())) => Ok(()),
             (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
             (Err(lease), Err(token)) => Err(TokensError(format!("{lease}; and {token}"))),
         }
+    }
+
+    /// Counts one token held through this handle as given back; `false` if none is held.
+    fn take_held(&self) -> bool {
+        self.held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| held.checked_sub(1)).is_ok()
     }
 
     /// One atomic `semop` of `ops` (interrupted: tried again).
