@@ -97,6 +97,15 @@ pub struct CountArgs {
     /// risks in docs/run.md first.
     #[arg(long)]
     pub preload: bool,
+    /// Refuse when the CPU count cannot be determined (an unreadable or unexpected cgroup
+    /// file): exit with 1, `run` starting nothing and `env` printing nothing. Without it, `run`
+    /// starts the command unchanged (no variable set) and `env` prints no line, after one
+    /// warning naming the file and the reason.
+    #[arg(long)]
+    pub strict: bool,
+    /// Read /proc and /sys from under DIR instead of / (a test fixture).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub root: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -441,7 +450,9 @@ pub enum CgroupCommand {
 
 #[derive(Debug, Args)]
 pub struct CgroupSetArgs {
-    /// The cgroup directory: absolute, or relative to the cpu controller's mount point.
+    /// The cgroup directory: absolute, or relative to the cpu controller's mount point. It must
+    /// be on a cgroup file system and not itself a symbolic link; no control file is written
+    /// through a symbolic link.
     #[arg(value_name = "CGROUP")]
     pub cgroup: PathBuf,
     /// CPUs the quota allows per period (e.g. 1.5), or `max` for no limit.
@@ -458,7 +469,8 @@ pub struct CgroupSetArgs {
     #[arg(long)]
     pub json: bool,
     /// Read /proc/self/mountinfo and place mount points under DIR instead of / (a test
-    /// fixture); an absolute CGROUP is used as it is.
+    /// fixture); an absolute CGROUP is used as it is. With COTENANT_TEST_CGROUP_FIXTURE=1, a
+    /// directory below DIR may be a plain fixture on any file system (links are still refused).
     #[arg(long, value_name = "DIR", hide = true)]
     pub root: Option<PathBuf>,
 }
@@ -705,6 +717,10 @@ pub struct LabWorkerArgs {
     /// calibrated ones: the offered load is then exact in CPU time.
     #[arg(long)]
     pub exact_cpu: bool,
+    /// Items of this many chunks of work instead of calibrating in this process (the lab
+    /// calibrates once per experiment, so that every process and run does the same work).
+    #[arg(long, conflicts_with = "exact_cpu", value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunks: Option<u32>,
 }
 
 /// A finite number in `(0, max]`; `what` says what it is, in the error.

@@ -10,7 +10,7 @@
 //! 1. [`resolve`]: the directory, absolute or relative to the cpu controller's mount point
 //!    (from `/proc/self/mountinfo`, under a root that tests point at a fixture).
 //! 2. [`read_current`]: the version (`cpu.max` → v2, `cpu.cfs_quota_us` → v1) and the current
-//!    quota, period and burst.
+//!    quota, period and burst, read through the directory opened by [`crate::cgroupfs`].
 //! 3. [`desired`] (pure): `--cpus`/`--period`/`--burst` as target values, checked against the
 //!    kernel's rules (quota ≥ 1 ms, burst ≤ quota) before anything is written.
 //! 4. [`plan`] (pure): the writes, none when everything matches, in an order the kernel accepts
@@ -18,13 +18,25 @@
 //! 5. [`apply`]: each write, then a read-back that must show the value written.
 //!
 //! All times are in microseconds, as in the files.
+//!
+//! Every file is read and written through one [`ControlDir`] (issue 34): the directory must be
+//! on a cgroup file system, and neither it nor a control file may be a symbolic link, so a
+//! wrong or hostile path makes root write nothing. The integration tests' fixture trees are
+//! plain files, so one test hook relaxes the file-system check, and only that: with the hidden
+//! fixture root `--root DIR` given and [`FIXTURE_HOOK_VAR`]`=1` in the environment, a
+//! directory below DIR may be on any file system ([`FileSystems::FixtureTree`]). Without
+//! `--root` the variable is ignored; links are refused either way.
 
+use crate::cgroupfs::{os_error, ControlDir, FileSystems};
 use cotenant::procfs::{cgroupfs, mountinfo};
 use std::{
     fmt, fs, io,
-    io::Write as _,
     path::{Component, Path, PathBuf},
 };
+
+/// The test hook: `1` lets a directory below a `--root` fixture root be a plain tree of files
+/// on any file system (see the module docs). Ignored without `--root`.
+pub const FIXTURE_HOOK_VAR: &str = "COTENANT_TEST_CGROUP_FIXTURE";
 
 /// The kernel's smallest quota: 1 ms (`min_cfs_quota_period`, which also bounds the quota).
 pub const MIN_QUOTA_US: u64 = 1_000;
@@ -125,6 +137,15 @@ pub struct Write {
     pub new: String,
 }
 
+/// A resolved CGROUP: the directory, and the file systems it may be on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The cgroup directory.
+    pub dir: PathBuf,
+    /// [`FileSystems::CgroupOnly`], unless the fixture hook applies (see [`resolve`]).
+    pub file_systems: FileSystems,
+}
+
 /// What `set` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
@@ -149,8 +170,11 @@ pub enum Error {
     NotADirectory(PathBuf),
     /// Neither `cpu.max` nor `cpu.cfs_quota_us`.
     NoCpuFiles(PathBuf),
-    /// A file could not be read or did not parse.
+    /// A file did not parse.
     Read { file: PathBuf, why: String },
+    /// The directory or a file was refused by [`crate::cgroupfs`] (a symbolic link, not on a
+    /// cgroup file system) or could not be opened, read or written; the message names it.
+    Access(io::Error),
     /// `--burst` on a kernel without a burst file.
     NoBurstFile(PathBuf),
     /// CPUs × period rounds below the kernel's 1 ms minimum.
@@ -163,8 +187,6 @@ pub enum Error {
     PermissionDenied(PathBuf),
     /// EINVAL on a write.
     Refused { file: PathBuf, value: String },
-    /// Any other write failure.
-    WriteFailed { file: PathBuf, value: String, why: io::Error },
     /// The read-back shows something else than what was written.
     Mismatch { file: PathBuf, written: String, read: String },
     /// A failure after some writes succeeded: the cgroup is left part-way.
@@ -201,6 +223,7 @@ impl fmt::Display for Error {
                 write!(f, "{} has no cpu controller files ({V2_MAX} or {V1_QUOTA})", d.display())
             }
             Error::Read { file, why } => write!(f, "{}: {why}", file.display()),
+            Error::Access(why) => write!(f, "{why}"),
             Error::NoBurstFile(file) => {
                 write!(f, "--burst: {} does not exist (CPU burst needs Linux 5.14 or later)", file.display())
             }
@@ -233,9 +256,6 @@ impl fmt::Display for Error {
                  child/parent cgroup's quota conflicts)",
                 file.display()
             ),
-            Error::WriteFailed { file, value, why } => {
-                write!(f, "{}: cannot write {value:?}: {why}", file.display())
-            }
             Error::Mismatch { file, written, read } => {
                 write!(f, "{}: wrote {written:?} but read back {read:?}", file.display())
             }
@@ -300,7 +320,27 @@ pub fn parse_period(text: &str) -> Result<u64, String> {
 /// Resolves CGROUP: an absolute path is taken as it is; a relative one is joined to the mount
 /// point of the cpu controller's hierarchy (v1 `cpu` if mounted, else the v2 mount), as read
 /// from `<root>/proc/self/mountinfo` and placed under `root`.
-pub fn resolve(cgroup: &Path, root: &Path) -> Result<PathBuf, Error> {
+///
+/// The directory must be on a cgroup file system, unless [`FIXTURE_HOOK_VAR`] is `1`, `root`
+/// is a fixture root (not `/`) and the directory lies below it, with no `..`.
+pub fn resolve(cgroup: &Path, root: &Path) -> Result<Target, Error> {
+    let hook = std::env::var_os(FIXTURE_HOOK_VAR).is_some_and(|v| v.as_os_str() == "1");
+    resolve_with(cgroup, root, hook)
+}
+
+/// [`resolve`], told whether the fixture hook's variable is set.
+fn resolve_with(cgroup: &Path, root: &Path, fixture_hook: bool) -> Result<Target, Error> {
+    let dir = resolve_dir(cgroup, root)?;
+    let in_fixture = fixture_hook
+        && root != Path::new("/")
+        && dir.starts_with(root)
+        && !dir.components().any(|c| c == Component::ParentDir);
+    let file_systems = if in_fixture { FileSystems::FixtureTree } else { FileSystems::CgroupOnly };
+    Ok(Target { dir, file_systems })
+}
+
+/// The directory CGROUP names (see [`resolve`]).
+fn resolve_dir(cgroup: &Path, root: &Path) -> Result<PathBuf, Error> {
     if cgroup.is_absolute() {
         return Ok(cgroup.to_owned());
     }
@@ -322,57 +362,66 @@ pub fn resolve(cgroup: &Path, root: &Path) -> Result<PathBuf, Error> {
     Ok(root.join(mount.mount_point.trim_start_matches('/')).join(cgroup))
 }
 
-/// Reads a cgroup file; `Ok(None)` when it does not exist.
-fn read_file(file: &Path) -> Result<Option<String>, Error> {
-    match fs::read_to_string(file) {
+/// Opens the target's directory with the checks of [`crate::cgroupfs`].
+fn open_dir(target: &Target) -> Result<ControlDir, Error> {
+    ControlDir::open_with(&target.dir, target.file_systems).map_err(|e| match os_error(&e) {
+        Some(libc::ENOENT) => Error::NoSuchCgroup(target.dir.clone()),
+        Some(libc::ENOTDIR) => Error::NotADirectory(target.dir.clone()),
+        _ => Error::Access(e),
+    })
+}
+
+/// Reads a control file; `Ok(None)` when it does not exist.
+fn read_file(dir: &ControlDir, name: &str) -> Result<Option<String>, Error> {
+    match dir.read(name) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::Read { file: file.to_owned(), why: format!("cannot read: {e}") }),
+        Err(e) => Err(Error::Access(e)),
     }
+}
+
+/// Parses the text of a control file.
+fn parse_file<T>(
+    dir: &ControlDir,
+    name: &str,
+    text: &str,
+    parse: impl FnOnce(&str) -> Result<T, cotenant::procfs::ParseError>,
+) -> Result<T, Error> {
+    parse(text).map_err(|e| Error::Read { file: dir.path().join(name), why: e.to_string() })
 }
 
 /// Reads a file that must exist, and parses it.
 fn read_parsed<T>(
-    dir: &Path,
+    dir: &ControlDir,
     name: &str,
     parse: impl FnOnce(&str) -> Result<T, cotenant::procfs::ParseError>,
 ) -> Result<T, Error> {
-    let file = dir.join(name);
-    let text = read_file(&file)?.ok_or_else(|| Error::NoSuchCgroup(dir.to_owned()))?;
-    parse(&text).map_err(|e| Error::Read { file, why: e.to_string() })
+    let text = read_file(dir, name)?.ok_or_else(|| Error::NoSuchCgroup(dir.path().to_owned()))?;
+    parse_file(dir, name, &text, parse)
 }
 
 /// Reads a burst file, if the kernel has one.
-fn read_burst(dir: &Path, name: &'static str) -> Result<Option<u64>, Error> {
-    let file = dir.join(name);
-    match read_file(&file)? {
+fn read_burst(dir: &ControlDir, name: &'static str) -> Result<Option<u64>, Error> {
+    match read_file(dir, name)? {
         None => Ok(None),
-        Some(text) => cgroupfs::parse_number(name, &text)
-            .map(Some)
-            .map_err(|e| Error::Read { file, why: e.to_string() }),
+        Some(text) => parse_file(dir, name, &text, |t| cgroupfs::parse_number(name, t)).map(Some),
     }
 }
 
 /// Reads the current settings of a cgroup directory.
-pub fn read_current(dir: &Path) -> Result<CpuMax, Error> {
-    match fs::metadata(dir) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => return Err(Error::NotADirectory(dir.to_owned())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Error::NoSuchCgroup(dir.to_owned())),
-        Err(e) => return Err(Error::Read { file: dir.to_owned(), why: e.to_string() }),
-    }
-    if dir.join(V2_MAX).exists() {
-        let (quota_us, period_us) = read_parsed(dir, V2_MAX, parse_cpu_max_fields)?;
+pub fn read_current(dir: &ControlDir) -> Result<CpuMax, Error> {
+    if let Some(text) = read_file(dir, V2_MAX)? {
+        let (quota_us, period_us) = parse_file(dir, V2_MAX, &text, parse_cpu_max_fields)?;
         Ok(CpuMax { version: Version::V2, quota_us, period_us, burst_us: read_burst(dir, V2_BURST)? })
-    } else if dir.join(V1_QUOTA).exists() {
+    } else if let Some(quota) = read_file(dir, V1_QUOTA)? {
         Ok(CpuMax {
             version: Version::V1,
             period_us: read_parsed(dir, V1_PERIOD, cgroupfs::parse_cfs_period)?,
-            quota_us: read_parsed(dir, V1_QUOTA, cgroupfs::parse_cfs_quota)?,
+            quota_us: parse_file(dir, V1_QUOTA, &quota, cgroupfs::parse_cfs_quota)?,
             burst_us: read_burst(dir, V1_BURST)?,
         })
     } else {
-        Err(Error::NoCpuFiles(dir.to_owned()))
+        Err(Error::NoCpuFiles(dir.path().to_owned()))
     }
 }
 
@@ -492,7 +541,7 @@ fn v1_quota_text(quota_us: Option<u64>) -> String {
 
 /// Makes the writes in order, each followed by a read-back that must show the value written
 /// (compared field by field, ignoring white space).
-pub fn apply(dir: &Path, writes: &[Write]) -> Result<(), Error> {
+pub fn apply(dir: &ControlDir, writes: &[Write]) -> Result<(), Error> {
     for (i, w) in writes.iter().enumerate() {
         let result = write_one(dir, w).and_then(|()| read_back(dir, w));
         if let Err(error) = result {
@@ -506,50 +555,49 @@ pub fn apply(dir: &Path, writes: &[Write]) -> Result<(), Error> {
     Ok(())
 }
 
-/// One write, as one `write(2)` of the whole text to the existing file (never created).
-fn write_one(dir: &Path, w: &Write) -> Result<(), Error> {
-    let file = dir.join(w.file);
-    let result = fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(&file)
-        .and_then(|mut f| f.write_all(w.new.as_bytes()));
-    result.map_err(|why| match why.raw_os_error() {
+/// One write, as one `write(2)` of the whole text to the existing file (never created, never
+/// through a symbolic link).
+fn write_one(dir: &ControlDir, w: &Write) -> Result<(), Error> {
+    let file = dir.path().join(w.file);
+    dir.write(w.file, &w.new).map_err(|why| match os_error(&why) {
         Some(libc::EACCES | libc::EPERM) => Error::PermissionDenied(file),
         Some(libc::EINVAL) => Error::Refused { file, value: w.new.clone() },
-        Some(libc::ENOENT) => Error::NoSuchCgroup(dir.to_owned()),
-        _ => Error::WriteFailed { file, value: w.new.clone(), why },
+        Some(libc::ENOENT) => Error::NoSuchCgroup(dir.path().to_owned()),
+        _ => Error::Access(why),
     })
 }
 
-fn read_back(dir: &Path, w: &Write) -> Result<(), Error> {
-    let file = dir.join(w.file);
-    let read = read_file(&file)?.ok_or_else(|| Error::NoSuchCgroup(dir.to_owned()))?;
+fn read_back(dir: &ControlDir, w: &Write) -> Result<(), Error> {
+    let read = read_file(dir, w.file)?.ok_or_else(|| Error::NoSuchCgroup(dir.path().to_owned()))?;
     if read.split_ascii_whitespace().eq(w.new.split_ascii_whitespace()) {
         Ok(())
     } else {
+        let file = dir.path().join(w.file);
         Err(Error::Mismatch { file, written: w.new.clone(), read: read.trim().to_owned() })
     }
 }
 
-/// The whole command on a resolved directory: read, decide, write what differs, verify.
-pub fn set(dir: &Path, request: &Request) -> Result<Outcome, Error> {
-    let current = read_current(dir)?;
-    let want = desired(dir, &current, request)?;
+/// The whole command on a resolved directory: open it (refused unless on a cgroup file system
+/// or an allowed fixture, and not a symbolic link), read, decide, write what differs, verify.
+pub fn set(target: &Target, request: &Request) -> Result<Outcome, Error> {
+    let dir = open_dir(target)?;
+    let current = read_current(&dir)?;
+    let want = desired(&target.dir, &current, request)?;
     let writes = plan(&current, &want);
-    apply(dir, &writes)?;
+    apply(&dir, &writes)?;
     let now = CpuMax {
         version: current.version,
         quota_us: want.quota_us,
         period_us: want.period_us,
         burst_us: want.burst_us.or(current.burst_us),
     };
-    Ok(Outcome { dir: dir.to_owned(), writes, now })
+    Ok(Outcome { dir: target.dir.clone(), writes, now })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cgroupfs::testing::PrivateDir;
 
     fn v1(quota: Option<u64>, period: u64, burst: Option<u64>) -> CpuMax {
         CpuMax { version: Version::V1, quota_us: quota, period_us: period, burst_us: burst }
@@ -714,22 +762,74 @@ mod tests {
 
     #[test]
     fn resolve_joins_relative_paths_to_the_cpu_mount() {
-        let root = std::env::temp_dir().join(format!("cotenant-cgroup-set-unit-{}", std::process::id()));
+        let tmp = PrivateDir::new("cgroup-set-unit");
+        let root = &tmp.0;
         fs::create_dir_all(root.join("proc/self")).unwrap();
+        let resolve = |cgroup: &str| resolve_with(Path::new(cgroup), root, false).map(|t| t.dir);
         let hybrid = "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n\
                       41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
         fs::write(root.join("proc/self/mountinfo"), hybrid).unwrap();
-        let got = resolve(Path::new("a/b"), &root);
+        assert_eq!(resolve("a/b").unwrap(), root.join("sys/fs/cgroup/cpu,cpuacct/a/b"));
         let v2_only = "41 31 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
         fs::write(root.join("proc/self/mountinfo"), v2_only).unwrap();
-        let got_v2 = resolve(Path::new("x"), &root);
+        assert_eq!(resolve("x").unwrap(), root.join("sys/fs/cgroup/x"));
         fs::write(root.join("proc/self/mountinfo"), "").unwrap();
-        let none = resolve(Path::new("x"), &root);
-        fs::remove_dir_all(&root).unwrap();
-        assert_eq!(got.unwrap(), root.join("sys/fs/cgroup/cpu,cpuacct/a/b"));
-        assert_eq!(got_v2.unwrap(), root.join("sys/fs/cgroup/x"));
-        assert!(matches!(none, Err(Error::NoMount(_))));
-        assert_eq!(resolve(Path::new("/abs/cg"), &root).unwrap(), Path::new("/abs/cg"));
-        assert!(matches!(resolve(Path::new("../x"), &root), Err(Error::OutsideMount(_))));
+        assert!(matches!(resolve("x"), Err(Error::NoMount(_))));
+        assert_eq!(resolve("/abs/cg").unwrap(), Path::new("/abs/cg"));
+        assert!(matches!(resolve("../x"), Err(Error::OutsideMount(_))));
+    }
+
+    #[test]
+    fn the_fixture_hook_applies_only_below_a_given_root() {
+        let root = Path::new("/fixtures/case");
+        let rule = |cgroup: &str, root: &Path, hook: bool| {
+            resolve_with(Path::new(cgroup), root, hook).unwrap().file_systems
+        };
+        assert_eq!(rule("/fixtures/case/cg", root, true), FileSystems::FixtureTree);
+        assert_eq!(rule("/fixtures/case", root, true), FileSystems::FixtureTree);
+        // The variable without a fixture root, or a root without the variable, relaxes nothing.
+        assert_eq!(rule("/fixtures/case/cg", root, false), FileSystems::CgroupOnly);
+        assert_eq!(rule("/fixtures/case/cg", Path::new("/"), true), FileSystems::CgroupOnly);
+        // Nor does it reach outside the root, or climb out of it.
+        assert_eq!(rule("/proc/sys/kernel", root, true), FileSystems::CgroupOnly);
+        assert_eq!(rule("/fixtures/cases/cg", root, true), FileSystems::CgroupOnly);
+        assert_eq!(rule("/fixtures/case/../../proc/sys/kernel", root, true), FileSystems::CgroupOnly);
+    }
+
+    #[test]
+    fn set_writes_a_plain_tree_only_as_a_fixture() {
+        let tmp = PrivateDir::new("cgroup-set-unit");
+        fs::write(tmp.0.join("cpu.cfs_quota_us"), "-1\n").unwrap();
+        fs::write(tmp.0.join("cpu.cfs_period_us"), "100000\n").unwrap();
+        let half = request(Cpus::Limit(0.5), None, None);
+        let real = Target { dir: tmp.0.clone(), file_systems: FileSystems::CgroupOnly };
+        let e = set(&real, &half).unwrap_err();
+        assert!(matches!(e, Error::Access(_)) && !e.is_usage(), "{e}");
+        let expected = format!("{} is not on a cgroup file system (statfs type", tmp.0.display());
+        assert!(e.to_string().starts_with(&expected), "{e}");
+        assert_eq!(fs::read_to_string(tmp.0.join("cpu.cfs_quota_us")).unwrap(), "-1\n");
+
+        let fixture = Target { file_systems: FileSystems::FixtureTree, ..real };
+        let done = set(&fixture, &half).unwrap();
+        assert_eq!(files(&done.writes), [("cpu.cfs_quota_us", "50000")]);
+        assert_eq!(fs::read_to_string(tmp.0.join("cpu.cfs_quota_us")).unwrap(), "50000");
+    }
+
+    #[test]
+    fn set_refuses_a_symlinked_control_file_even_in_a_fixture() {
+        let tmp = PrivateDir::new("cgroup-set-unit");
+        let cg = tmp.0.join("cg");
+        fs::create_dir(&cg).unwrap();
+        // A valid quota: only the link can stop the write (issue 34: a link to pid_max).
+        let target = tmp.0.join("pid_max");
+        fs::write(&target, "-1\n").unwrap();
+        std::os::unix::fs::symlink(&target, cg.join("cpu.cfs_quota_us")).unwrap();
+        fs::write(cg.join("cpu.cfs_period_us"), "100000\n").unwrap();
+        let fixture = Target { dir: cg.clone(), file_systems: FileSystems::FixtureTree };
+        let e = set(&fixture, &request(Cpus::Limit(0.5), None, None)).unwrap_err();
+        assert!(matches!(&e, Error::Access(why) if os_error(why) == Some(libc::ELOOP)), "{e}");
+        let expected = format!("{} is a symbolic link", cg.join("cpu.cfs_quota_us").display());
+        assert!(e.to_string().starts_with(&expected), "{e}");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "-1\n", "the link's target was written");
     }
 }

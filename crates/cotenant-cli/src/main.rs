@@ -3,10 +3,14 @@
 
 mod args;
 mod cgroup_set;
+// One copy of `cgroupfs.rs`: `lab/cgroup.rs` includes it by path (for the tests that share
+// that file), and the rest of the crate uses it from there.
+use lab::cgroup::cgroupfs;
 mod cmd;
 mod doctor;
 mod lab;
 mod output;
+mod private_dir;
 mod size_pid;
 
 use std::process::ExitCode;

@@ -1,25 +1,53 @@
 //! `cotenant cgroup set` end to end: fixture cgroups (plain `cpu.max` / `cpu.cfs_*` files in a
-//! fresh temp directory, v1 and v2) where an unchanged request must not touch any file (mtimes
-//! checked) and a change writes only the differing file; bad input; and, as root on a host
-//! with a v1 cpu hierarchy at /sys/fs/cgroup/cpu, a real cgroup.
+//! fresh private directory, v1 and v2) where an unchanged request must not touch any file
+//! (mtimes checked) and a change writes only the differing file; bad input; refusals of a
+//! directory on tmpfs and of symbolic links (issue 34); and, as root on a host with a v1 cpu
+//! hierarchy at /sys/fs/cgroup/cpu, a real cgroup.
+//!
+//! Fixtures are not on a cgroup file system, which the command refuses: they are written
+//! through its test hook, [`FIXTURE_VAR`]`=1` with the fixture's directory as `--root`
+//! ([`set_fixture`]). Every other call runs without the variable ([`set`]).
 //!
 //! Every directory is removed by a guard's `Drop`, on every path (success, failed assertion).
 
 use serde_json::Value;
 use std::{
+    collections::hash_map::RandomState,
     fs,
+    hash::{BuildHasher, Hasher},
+    io,
+    os::unix::fs::DirBuilderExt,
     path::{Path, PathBuf},
     process::{Command, Output},
-    sync::atomic::{AtomicUsize, Ordering},
     time::{Duration, SystemTime},
 };
+
+/// The command's test hook (`cgroup_set::FIXTURE_HOOK_VAR`): honoured only with `--root`.
+const FIXTURE_VAR: &str = "COTENANT_TEST_CGROUP_FIXTURE";
 
 fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_cotenant"))
 }
 
+/// `cotenant cgroup set ARGS`, as a user runs it: no test hook.
 fn set(args: &[&str]) -> Output {
-    Command::new(bin()).args(["cgroup", "set"]).args(args).output().expect("cotenant cgroup set runs")
+    Command::new(bin())
+        .args(["cgroup", "set"])
+        .args(args)
+        .env_remove(FIXTURE_VAR)
+        .output()
+        .expect("cotenant cgroup set runs")
+}
+
+/// `cotenant cgroup set --root ROOT ARGS` with the test hook: directories below `root` may be
+/// fixtures on any file system.
+fn set_fixture(root: &TempDir, args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(["cgroup", "set", "--root", root.arg()])
+        .args(args)
+        .env(FIXTURE_VAR, "1")
+        .output()
+        .expect("cotenant cgroup set runs")
 }
 
 fn stderr(out: &Output) -> String {
@@ -31,16 +59,27 @@ fn json_of(out: &Output) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON ({e}): {text}\nstderr: {}", stderr(out)))
 }
 
-/// A directory removed (with everything in it) when dropped.
+/// A private directory (made fresh, mode 0700, under a random name no one else can have taken
+/// first), removed with everything in it when dropped.
 struct TempDir(PathBuf);
 
 impl TempDir {
     fn new(name: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("cotenant-cgroup-set-{}-{n}-{name}", std::process::id()));
-        fs::create_dir_all(&dir).expect("create the fixture directory");
-        TempDir(dir)
+        TempDir::new_in(&std::env::temp_dir(), name)
+    }
+
+    fn new_in(parent: &Path, name: &str) -> TempDir {
+        for _ in 0..16 {
+            // Each RandomState has fresh random keys: an unpredictable number.
+            let random = RandomState::new().build_hasher().finish();
+            let dir = parent.join(format!("cotenant-cgroup-set-{}-{random:016x}-{name}", std::process::id()));
+            match fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => return TempDir(dir),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => panic!("cannot create {}: {e}", dir.display()),
+            }
+        }
+        panic!("no free name for a fixture directory in {}", parent.display());
     }
 
     fn path(&self) -> &Path {
@@ -95,7 +134,7 @@ fn v2_fixture(max: &str, burst: &str) -> TempDir {
 #[test]
 fn unchanged_v2_reports_unchanged_and_writes_nothing() {
     let d = v2_fixture("150000 100000\n", "0\n");
-    let out = set(&[d.arg(), "--cpus", "1.5", "--json"]);
+    let out = set_fixture(&d, &[d.arg(), "--cpus", "1.5", "--json"]);
     assert!(out.status.success(), "{out:?}");
     let v = json_of(&out);
     assert_eq!(v["action"], "unchanged", "{v}");
@@ -105,7 +144,7 @@ fn unchanged_v2_reports_unchanged_and_writes_nothing() {
     assert_eq!((v["period_us"].as_u64(), v["burst_us"].as_u64()), (Some(100_000), Some(0)));
     assert_eq!(v["cgroup"], d.arg());
     // The same values spelled differently, and the human output.
-    let out = set(&[d.arg(), "--cpus", "1.5", "--period", "0.1s", "--burst", "0us"]);
+    let out = set_fixture(&d, &[d.arg(), "--cpus", "1.5", "--period", "0.1s", "--burst", "0us"]);
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
@@ -121,7 +160,7 @@ fn unchanged_v2_reports_unchanged_and_writes_nothing() {
 #[test]
 fn unchanged_v1_reports_unchanged_and_writes_nothing() {
     let d = v1_fixture("-1\n", "100000\n", "0\n");
-    let out = set(&[d.arg(), "--cpus", "max", "--period", "100ms", "--json"]);
+    let out = set_fixture(&d, &[d.arg(), "--cpus", "max", "--period", "100ms", "--json"]);
     assert!(out.status.success(), "{out:?}");
     let v = json_of(&out);
     assert_eq!(v["action"], "unchanged", "{v}");
@@ -135,7 +174,7 @@ fn unchanged_v1_reports_unchanged_and_writes_nothing() {
 #[test]
 fn a_v2_change_writes_only_cpu_max() {
     let d = v2_fixture("max 100000\n", "0\n");
-    let out = set(&[d.arg(), "--cpus", "1.5"]);
+    let out = set_fixture(&d, &[d.arg(), "--cpus", "1.5"]);
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.trim(), format!("{}: updated cpu.max: \"max 100000\" → \"150000 100000\"", d.arg()));
@@ -143,14 +182,14 @@ fn a_v2_change_writes_only_cpu_max() {
     assert_ne!(d.mtime("cpu.max"), old());
     assert_eq!(d.mtime("cpu.max.burst"), old(), "the burst was not asked to change");
     // Now the same request is a no-op.
-    let v = json_of(&set(&[d.arg(), "--cpus", "1.5", "--json"]));
+    let v = json_of(&set_fixture(&d, &[d.arg(), "--cpus", "1.5", "--json"]));
     assert_eq!(v["action"], "unchanged", "{v}");
 }
 
 #[test]
 fn a_v1_change_writes_only_the_differing_files() {
     let d = v1_fixture("150000\n", "100000\n", "0\n");
-    let out = set(&[d.arg(), "--cpus", "1.5", "--period", "200ms", "--burst", "0ms", "--json"]);
+    let out = set_fixture(&d, &[d.arg(), "--cpus", "1.5", "--period", "200ms", "--burst", "0ms", "--json"]);
     assert!(out.status.success(), "{out:?}");
     let v = json_of(&out);
     assert_eq!(v["action"], "updated", "{v}");
@@ -166,7 +205,7 @@ fn a_v1_change_writes_only_the_differing_files() {
     assert_eq!((v["quota_us"].as_u64(), v["period_us"].as_u64()), (Some(300_000), Some(200_000)));
 
     // Only the burst.
-    let out = set(&[d.arg(), "--cpus", "1.5", "--burst", "20ms", "--json"]);
+    let out = set_fixture(&d, &[d.arg(), "--cpus", "1.5", "--burst", "20ms", "--json"]);
     let v = json_of(&out);
     assert_eq!(v["writes"].as_array().unwrap().len(), 1, "{v}");
     assert_eq!(v["writes"][0]["file"], "cpu.cfs_burst_us");
@@ -188,14 +227,14 @@ fn a_relative_path_resolves_below_the_cpu_mount_of_the_root() {
     fs::create_dir_all(&dir).unwrap();
     fs::write(dir.join("cpu.cfs_quota_us"), "-1").unwrap();
     fs::write(dir.join("cpu.cfs_period_us"), "100000").unwrap();
-    let out = set(&["--root", root.arg(), "app", "--cpus", "0.5", "--json"]);
+    let out = set_fixture(&root, &["app", "--cpus", "0.5", "--json"]);
     assert!(out.status.success(), "{out:?}");
     let v = json_of(&out);
     assert_eq!(v["cgroup"], dir.to_str().unwrap());
     assert!(v["burst_us"].is_null(), "no burst file: {v}");
     assert_eq!(fs::read_to_string(dir.join("cpu.cfs_quota_us")).unwrap(), "50000");
     // --burst without a burst file (kernel < 5.14).
-    let out = set(&["--root", root.arg(), "app", "--cpus", "0.5", "--burst", "1ms"]);
+    let out = set_fixture(&root, &["app", "--cpus", "0.5", "--burst", "1ms"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(stderr(&out).contains("cpu.cfs_burst_us does not exist"), "{}", stderr(&out));
 }
@@ -215,7 +254,7 @@ fn bad_input_is_refused_and_named() {
     for (args, code, needle) in cases {
         let mut all = vec![d.arg()];
         all.extend_from_slice(args);
-        let out = set(&all);
+        let out = set_fixture(&d, &all);
         assert_eq!(out.status.code(), Some(*code), "{args:?}: {out:?}");
         assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
         assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
@@ -225,12 +264,12 @@ fn bad_input_is_refused_and_named() {
     }
 
     let missing = d.path().join("no-such-cgroup");
-    let out = set(&[missing.to_str().unwrap(), "--cpus", "1"]);
+    let out = set_fixture(&d, &[missing.to_str().unwrap(), "--cpus", "1"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(stderr(&out).contains(&format!("no such cgroup: {}", missing.display())), "{}", stderr(&out));
 
     let empty = TempDir::new("empty");
-    let out = set(&[empty.arg(), "--cpus", "1"]);
+    let out = set_fixture(&empty, &[empty.arg(), "--cpus", "1"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
         stderr(&out)
@@ -240,9 +279,98 @@ fn bad_input_is_refused_and_named() {
     );
 
     let garbage = v2_fixture("lots\n", "0\n");
-    let out = set(&[garbage.arg(), "--cpus", "1"]);
+    let out = set_fixture(&garbage, &[garbage.arg(), "--cpus", "1"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(stderr(&out).contains("cpu.max") && stderr(&out).contains("lots"), "{}", stderr(&out));
+}
+
+/// Whether `path` is on tmpfs (`statfs`), or why that cannot be told.
+fn on_tmpfs(path: &Path) -> Result<bool, String> {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: a NUL-terminated path and room for a `statfs`, which a return of 0 fills.
+    if unsafe { libc::statfs(c_path.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return Err(format!("statfs {}: {}", path.display(), io::Error::last_os_error()));
+    }
+    // SAFETY: filled by the successful statfs above. The magic is 32 bits (TMPFS_MAGIC).
+    Ok(unsafe { st.assume_init() }.f_type as u32 == 0x0102_1994)
+}
+
+/// Issue 34: a directory that only looks like a cgroup is refused, with the hook's variable
+/// alone too, and with a fixture root it is not below.
+#[test]
+fn r34_a_directory_on_tmpfs_is_refused_and_named() {
+    const TEST: &str = "r34_a_directory_on_tmpfs_is_refused_and_named";
+    let shm = Path::new("/dev/shm");
+    match on_tmpfs(shm) {
+        Ok(true) => {}
+        Ok(false) => return eprintln!("{TEST}: SKIPPED: {} is not tmpfs", shm.display()),
+        Err(why) => return eprintln!("{TEST}: SKIPPED: {why}"),
+    }
+    let d = TempDir::new_in(shm, "tmpfs");
+    d.files(&[("cpu.max", "max 100000\n"), ("cpu.max.burst", "0\n")]);
+    let elsewhere = TempDir::new("elsewhere");
+    let hook_without_root = Command::new(bin())
+        .args(["cgroup", "set", d.arg(), "--cpus", "1.5"])
+        .env(FIXTURE_VAR, "1")
+        .output()
+        .expect("cotenant cgroup set runs");
+    let expected = format!("{} is not on a cgroup file system (statfs type 0x1021994, tmpfs)", d.arg());
+    for out in [
+        set(&[d.arg(), "--cpus", "1.5"]),
+        hook_without_root,
+        set_fixture(&elsewhere, &[d.arg(), "--cpus", "1.5"]),
+    ] {
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    }
+    assert_eq!(d.read("cpu.max"), "max 100000\n");
+    assert_eq!(d.mtime("cpu.max"), old(), "cpu.max was written");
+}
+
+/// Issue 34: a `cpu.cfs_quota_us` that is a symbolic link (to `/proc/sys/kernel/pid_max` in the
+/// issue; here to a file of the test's) is never written through, not even by the fixture hook,
+/// and neither is a cgroup directory that is a link.
+#[test]
+fn r34_a_symlinked_control_file_is_refused_and_its_target_unchanged() {
+    let root = TempDir::new("symlink");
+    let cg = root.path().join("cg");
+    fs::create_dir(&cg).unwrap();
+    // A valid quota: nothing but the link stops the write.
+    let target = root.path().join("pid_max");
+    fs::write(&target, "-1\n").unwrap();
+    fs::File::options().write(true).open(&target).unwrap().set_modified(old()).unwrap();
+    std::os::unix::fs::symlink(&target, cg.join("cpu.cfs_quota_us")).unwrap();
+    fs::write(cg.join("cpu.cfs_period_us"), "100000\n").unwrap();
+    let cg_arg = cg.to_str().unwrap();
+
+    // As a user runs it: refused, the directory not being on a cgroup file system (checked first).
+    let out = set(&[cg_arg, "--cpus", "0.5"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stderr(&out).contains(&format!("{cg_arg} is not on a cgroup file system")), "{}", stderr(&out));
+    // Through the fixture hook, which skips only the file-system check: the link is refused.
+    let out = set_fixture(&root, &[cg_arg, "--cpus", "0.5"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let link_refused = format!("{} is a symbolic link", cg.join("cpu.cfs_quota_us").display());
+    assert!(stderr(&out).contains(&link_refused), "{}", stderr(&out));
+    assert_eq!(fs::read_to_string(&target).unwrap(), "-1\n", "the link's target was written");
+    assert_eq!(fs::metadata(&target).unwrap().modified().unwrap(), old(), "the link's target was written");
+
+    // A cgroup directory that is a link to a plain fixture: refused; the fixture itself is not.
+    let plain = root.path().join("plain");
+    fs::create_dir(&plain).unwrap();
+    fs::write(plain.join("cpu.cfs_quota_us"), "-1\n").unwrap();
+    fs::write(plain.join("cpu.cfs_period_us"), "100000\n").unwrap();
+    let link = root.path().join("link");
+    std::os::unix::fs::symlink(&plain, &link).unwrap();
+    let out = set_fixture(&root, &[link.to_str().unwrap(), "--cpus", "0.5"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stderr(&out).contains(&format!("{} is a symbolic link", link.display())), "{}", stderr(&out));
+    assert_eq!(fs::read_to_string(plain.join("cpu.cfs_quota_us")).unwrap(), "-1\n");
+    let out = set_fixture(&root, &[plain.to_str().unwrap(), "--cpus", "0.5"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(fs::read_to_string(plain.join("cpu.cfs_quota_us")).unwrap(), "50000");
 }
 
 /// Real cgroup directories (child after parent), removed in reverse order when dropped.

@@ -1,20 +1,35 @@
 //! The lab as a user runs it: a `--quick` smoke run of every experiment (structure, not
-//! timing: the numbers of a 1 s run on a shared machine assert nothing), `lab clean`, and
-//! interrupted runs that must leave no worker process and no `cotenant-lab-*` cgroup behind.
+//! timing: the numbers of a 1 s run on a shared machine assert nothing), `lab clean`, runs
+//! interrupted by each signal that must leave no worker process, no `cotenant-lab-*` cgroup and
+//! no token set or pipe of the lab behind, and workers that hang or flood their stderr.
 //!
-//! The smoke runs hold one lock: run at once, they would only slow each other down.
+//! Every test that runs a lab holds one lock: run at once, they would only slow each other
+//! down, and they share the lab's token set (`cotenant-lab`).
 
 mod support;
 
+use std::io::Read as _;
+use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use cotenant::tokens::HostTokens;
 
 use serde_json::Value;
 use support::cgroup::{layout, skip, Layout};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The lab's token set (`lab::neighbours::LAB_TOKENS`).
+const LAB_TOKENS: &str = "cotenant-lab";
+/// The lab's test hooks (`lab::runner::{FAULT_ENV, DEADLINE_ENV}`).
+const FAULT_ENV: &str = "COTENANT_LAB_WORKER_FAULT";
+const DEADLINE_ENV: &str = "COTENANT_LAB_WORKER_DEADLINE_S";
+/// Far more than any lab run of these tests takes, however loaded the host: a lab still
+/// running then has hung.
+const LAB_HUNG: Duration = Duration::from_secs(240);
 
 fn cotenant() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cotenant"))
@@ -351,7 +366,16 @@ fn fairness_quick_reports_both_policies_over_time() {
         let windows = rows.iter().filter(|r| r["pool"] == pool).count();
         assert!(windows >= 10, "{pool}: {windows} windows of 100 ms in 2 s");
     }
-    assert!(rows.iter().all(|r| (0.5..=1.0 + 1e-9).contains(&r["jain"].as_f64().unwrap())));
+    // Every window's index is Jain's of its two CPU shares, (a + b)² / 2(a² + b²), which any
+    // two shares keep within [0.5, 1]: recomputed, so a wrong index (or shares) fails.
+    for row in rows {
+        let (a, b) = (row["a_cpus"].as_f64().unwrap(), row["b_cpus"].as_f64().unwrap());
+        assert!(a >= 0.0 && b >= 0.0 && a + b > 0.0, "no CPU used in the window: {row}");
+        let jain = (a + b).powi(2) / (2.0 * (a * a + b * b));
+        assert!((row["jain"].as_f64().unwrap() - jain).abs() < 1e-9, "Jain's index is not {jain}: {row}");
+    }
+    // B ran: some window gave it CPU.
+    assert!(rows.iter().any(|r| r["b_cpus"].as_f64().unwrap() > 0.0), "B never ran");
     assert_eq!(results["verdicts"].as_array().unwrap().len(), 2);
 }
 
@@ -386,50 +410,323 @@ fn bad_lab_arguments_are_usage_errors_naming_the_argument() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("nonsense"));
 }
 
-/// Starts a long lab run, waits for its workers, sends `signal`, and checks that no worker and
-/// no cgroup of that lab remains.
-fn interrupt(signal: i32, args: &[&str]) {
+/// Whether `cotenant tokens list --json` shows a set named `name`.
+fn token_set_listed(name: &str) -> bool {
+    let out = cotenant().args(["tokens", "list", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sets: Value = serde_json::from_slice(&out.stdout).expect("tokens list --json is JSON");
+    sets.as_array().expect("an array").iter().any(|s| s["name"] == name)
+}
+
+/// A lab started by a test: its stderr read on a thread (a full pipe would stop it), and the lab
+/// killed if the test ends first.
+struct RunningLab {
+    child: Child,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl RunningLab {
+    fn start(command: &mut Command) -> RunningLab {
+        let mut child = command.stdin(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut pipe = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        });
+        RunningLab { child, stderr: Some(stderr) }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the lab to end, at most `limit` (then it is killed and the test fails).
+    fn wait(&mut self, limit: Duration) -> (ExitStatus, String) {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                let stderr = self.stderr.take().unwrap().join().unwrap();
+                return (status, stderr);
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let stderr = self.stderr.take().unwrap().join().unwrap();
+                panic!("the lab did not end within {limit:?}; killed. Its stderr:\n{stderr}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until the lab runs workers and `ready` holds; fails at once if the lab ends first.
+    fn wait_for_workers(&mut self, ready: impl Fn() -> bool) {
+        let start = Instant::now();
+        while workers_of(self.pid()).is_empty() || !ready() {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                let stderr = self.stderr.take().unwrap().join().unwrap();
+                panic!("the lab ended ({status}) before its workers were ready. Its stderr:\n{stderr}");
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "the lab never started its workers");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for RunningLab {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Checks that the lab `pid` left no worker, no cgroup, no token set and no pipe of its set.
+fn assert_nothing_left(pid: u32, stderr: &str) {
+    // Killed and reaped by the lab itself, not later by the kernel: checked at once.
+    assert!(workers_of(pid).is_empty(), "workers left behind: {:?}\n{stderr}", workers_of(pid));
+    if let Ok(layout) = layout() {
+        let left = cgroups_named(&layout, &format!("cotenant-lab-{pid}-"));
+        assert!(left.is_empty(), "cgroups left behind: {left:?}\n{stderr}");
+    }
+    assert!(!token_set_listed(LAB_TOKENS), "`tokens list` still shows {LAB_TOKENS}\n{stderr}");
+    assert!(!HostTokens::exists(LAB_TOKENS), "the token set {LAB_TOKENS} is left\n{stderr}");
+    let pipe = HostTokens::pipe_path(LAB_TOKENS);
+    assert!(!pipe.exists(), "the set's pipe {} is left\n{stderr}", pipe.display());
+}
+
+/// Starts `cotenant lab ARGS`, waits until it runs workers and `ready` holds, sends `signal`,
+/// and checks that the lab died of it (SIGQUIT: exit status 131, no core) and left nothing.
+fn interrupt(signal: i32, args: &[&str], ready: impl Fn() -> bool) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let mut lab =
-        cotenant().arg("lab").args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    let pid = lab.id();
+    let mut command = cotenant();
+    command.arg("lab").args(args).stdout(Stdio::null());
+    // A signal ignored when the lab starts stays ignored (`nohup`, a script's background job):
+    // the test wants it delivered, wherever it runs.
+    // SAFETY: between fork and exec, only signal(2), which is async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            libc::signal(signal, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut lab = RunningLab::start(&mut command);
+    lab.wait_for_workers(ready);
+    // SAFETY: kill with a pid we own and a valid signal.
+    assert_eq!(unsafe { libc::kill(lab.pid() as i32, signal) }, 0);
+    let (status, stderr) = lab.wait(Duration::from_secs(60));
+    if signal == libc::SIGQUIT {
+        assert_eq!(status.code(), Some(128 + signal), "{status}\n{stderr}");
+    } else {
+        assert_eq!(status.signal(), Some(signal), "the lab did not die of the signal: {status}\n{stderr}");
+    }
+    assert!(stderr.contains("cotenant: stopped by SIG"), "{stderr}");
+    assert_nothing_left(lab.pid(), &stderr);
+}
+
+/// `interrupt` in the middle of an adaptive `neighbours` run: its workers, their cgroup (with
+/// real cgroups) and the lab's token set all exist when the signal comes. Needs no root.
+fn interrupt_neighbours(signal: i32) {
+    let args = ["neighbours", "--quick", "--pools", "adaptive", "--processes", "2", "--seconds", "30"];
+    interrupt(signal, &args, || HostTokens::exists(LAB_TOKENS));
+}
+
+#[test]
+fn sigint_in_the_middle_of_neighbours_leaves_nothing() {
+    interrupt_neighbours(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_in_the_middle_of_neighbours_leaves_nothing() {
+    interrupt_neighbours(libc::SIGTERM);
+}
+
+#[test]
+fn sighup_in_the_middle_of_neighbours_leaves_nothing() {
+    interrupt_neighbours(libc::SIGHUP);
+}
+
+#[test]
+fn sigquit_in_the_middle_of_neighbours_leaves_nothing() {
+    interrupt_neighbours(libc::SIGQUIT);
+}
+
+/// `interrupt` in the middle of `isolation`'s first run: tenant A serving, its cgroups made,
+/// and the lab's token set opened by A's pool.
+fn interrupt_isolation(test: &str, signal: i32) {
+    if !cgroups_available(test) {
+        return;
+    }
+    let args = ["isolation", "--quick", "--scenarios", "cooperative", "--seconds", "30"];
+    interrupt(signal, &args, || HostTokens::exists(LAB_TOKENS));
+}
+
+#[test]
+fn sigint_in_the_middle_of_isolation_leaves_nothing() {
+    interrupt_isolation("sigint_in_the_middle_of_isolation_leaves_nothing", libc::SIGINT);
+}
+
+#[test]
+fn sigterm_in_the_middle_of_isolation_leaves_nothing() {
+    interrupt_isolation("sigterm_in_the_middle_of_isolation_leaves_nothing", libc::SIGTERM);
+}
+
+#[test]
+fn sighup_in_the_middle_of_isolation_leaves_nothing() {
+    interrupt_isolation("sighup_in_the_middle_of_isolation_leaves_nothing", libc::SIGHUP);
+}
+
+#[test]
+fn sigquit_in_the_middle_of_isolation_leaves_nothing() {
+    interrupt_isolation("sigquit_in_the_middle_of_isolation_leaves_nothing", libc::SIGQUIT);
+}
+
+#[test]
+fn sigterm_in_the_middle_of_burst_leaves_nothing() {
+    if !cgroups_available("sigterm_in_the_middle_of_burst_leaves_nothing") {
+        return;
+    }
+    interrupt(libc::SIGTERM, &["burst", "--seconds", "30"], || true);
+}
+
+/// Runs `cotenant lab neighbours --quick --pools ignorant --setting one-cgroup --json --out DIR
+/// ARGS` with `env`; returns its status, stderr and results.json, and checks it left nothing.
+fn neighbours_with(env: &[(&str, &str)], args: &[&str]) -> (ExitStatus, String, Value) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = std::env::temp_dir().join(format!("cotenant-lab-test-{}-faults", std::process::id()));
+    let mut command = cotenant();
+    command
+        .args(["lab", "neighbours", "--quick", "--pools", "ignorant", "--setting", "one-cgroup"])
+        .args(["--json", "--out"])
+        .arg(&out)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(Stdio::null());
+    let mut lab = RunningLab::start(&mut command);
+    let (status, stderr) = lab.wait(LAB_HUNG);
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("neighbours").join("results.json")).unwrap())
+            .unwrap();
+    let report = std::fs::read_to_string(out.join("neighbours").join("report.md")).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+    assert!(!report.contains("Interrupted"), "the run ended, the report is final: {report}");
+    assert_nothing_left(lab.pid(), &stderr);
+    (status, stderr, results)
+}
+
+#[test]
+fn a_hung_worker_is_killed_at_its_deadline_and_its_run_recorded_as_failed() {
+    // Every worker hangs: the run fails after 3 s instead of waiting forever, the lab goes on to
+    // the end, writes its results, and says so in its exit status.
+    let (status, stderr, results) =
+        neighbours_with(&[(FAULT_ENV, "hang"), (DEADLINE_ENV, "3")], &["--processes", "1"]);
+    assert_eq!(status.code(), Some(1), "a failed run fails the lab: {stderr}");
+    assert!(stderr.contains("1 run(s) failed"), "{stderr}");
+    let rows = results["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{results}");
+    assert_eq!(rows[0]["failed"], true, "{results}");
+    assert_eq!(rows[0]["processes"], 1, "the failed row names its configuration: {results}");
+    let why = rows[0]["failure"].as_str().unwrap();
+    assert!(why.contains("did not finish within 3 s; killed"), "{why}");
+}
+
+#[test]
+fn a_worker_flooding_its_stderr_does_not_stop_the_lab() {
+    // Each worker writes 1 MiB to stderr before its run, more than a pipe holds: read one pipe
+    // after the other, both the lab and the worker would wait for ever.
+    let (status, stderr, results) = neighbours_with(&[(FAULT_ENV, "flood-stderr")], &["--processes", "2"]);
+    assert!(status.success(), "{stderr}");
+    let rows = results["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{results}");
+    assert!(rows[0]["failed"].is_null(), "{results}");
+    assert_eq!(rows[0]["completed_fraction"], 1.0, "{results}");
+}
+
+#[test]
+fn an_interrupted_run_keeps_its_rows_and_says_so() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = std::env::temp_dir().join(format!("cotenant-lab-test-{}-partial", std::process::id()));
+    let dir = out.join("neighbours");
+    let results = dir.join("results.json");
+    // 100 runs of 1 s (about 2 minutes): stopped as soon as the first row is kept.
+    let mut command = cotenant();
+    command
+        .args(["lab", "neighbours", "--pools", "ignorant", "--setting", "one-cgroup", "--processes", "1"])
+        .args(["--repeats", "100", "--load", "0.7", "--seconds", "1", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null());
+    let mut lab = RunningLab::start(&mut command);
+    let rows = |path: &Path| -> usize {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+            .and_then(|v| v["rows"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
     let start = Instant::now();
-    while workers_of(pid).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(60), "the lab never started a worker");
+    while rows(&results) == 0 {
+        assert!(lab.child.try_wait().unwrap().is_none(), "the lab ended before its first row was kept");
+        assert!(start.elapsed() < Duration::from_secs(120), "no row was written while the lab ran");
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: kill with a pid we own and a valid signal.
-    assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0);
-    let status = lab.wait().unwrap();
-    assert!(!status.success());
-    // Workers in a cgroup are killed by the lab's signal thread; any other worker by the kernel
-    // when the lab dies (PR_SET_PDEATHSIG). Give either a moment.
-    let start = Instant::now();
-    while !workers_of(pid).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(10), "workers left behind: {:?}", workers_of(pid));
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if let Ok(layout) = layout() {
-        let left = cgroups_named(&layout, &format!("cotenant-lab-{pid}-"));
-        assert!(left.is_empty(), "cgroups left behind: {left:?}");
-    }
+    assert_eq!(unsafe { libc::kill(lab.pid() as i32, libc::SIGTERM) }, 0);
+    let (_, stderr) = lab.wait(Duration::from_secs(60));
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+    assert_eq!(written["partial"], true, "{written}");
+    let kept = written["rows"].as_array().unwrap();
+    assert!(!kept.is_empty() && kept[0]["processes"] == 1, "{written}\n{stderr}");
+    assert_eq!(csv.lines().count(), kept.len() + 1, "one CSV line per row kept, plus the header: {csv}");
+    assert!(report.starts_with("# lab neighbours"), "{report}");
+    assert!(report.contains("Interrupted: partial results"), "{report}");
+    assert_nothing_left(lab.pid(), &stderr);
 }
 
 #[test]
-fn sigint_in_the_middle_leaves_no_worker_and_no_cgroup() {
-    interrupt(
-        libc::SIGINT,
-        &["neighbours", "--seconds", "30", "--processes", "2", "--setting", "per-process"],
+fn clean_keeps_the_token_set_of_a_running_lab_and_removes_a_stale_one() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    // A lab that makes no set of its own while it runs (ignorant pools do not cooperate).
+    let mut lab = RunningLab::start(
+        cotenant()
+            .args(["lab", "neighbours", "--quick", "--pools", "ignorant", "--processes", "1"])
+            .args(["--setting", "one-cgroup", "--seconds", "30"])
+            .stdout(Stdio::null()),
     );
-}
-
-#[test]
-fn sigterm_in_the_middle_leaves_no_worker_and_no_cgroup() {
-    interrupt(libc::SIGTERM, &["burst", "--seconds", "30"]);
+    lab.wait_for_workers(|| true);
+    // The set as a running lab holds it between two runs: there, and no member counted.
+    let set = HostTokens::open_observer(LAB_TOKENS, 2).unwrap();
+    let output = cotenant().args(["lab", "clean"]).output().unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    let kept = HostTokens::exists(LAB_TOKENS);
+    // SAFETY: kill with a pid we own and a valid signal.
+    assert_eq!(unsafe { libc::kill(lab.pid() as i32, libc::SIGTERM) }, 0);
+    let (_, stderr) = lab.wait(Duration::from_secs(60));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(kept, "lab clean removed the token set of a running lab: {printed}");
+    assert!(
+        printed.contains(&format!("kept host token set {LAB_TOKENS}: in use by the running lab"))
+            && printed.contains(&format!("(pid {})", lab.pid())),
+        "{printed}"
+    );
+    // The lab removed it as it stopped; left by a lab killed with SIGKILL, clean removes it.
+    assert_nothing_left(lab.pid(), &stderr);
+    drop(set);
+    let stale = HostTokens::open_observer(LAB_TOKENS, 2).unwrap();
+    let output = cotenant().args(["lab", "clean"]).output().unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let left = HostTokens::exists(LAB_TOKENS);
+    if left {
+        let _ = stale.remove();
+    }
+    assert!(!left, "lab clean left the set of a lab that is gone: {printed}");
+    assert!(printed.contains(&format!("removed host token set {LAB_TOKENS}")), "{printed}");
 }
 
 #[test]
 fn clean_removes_cgroups_of_a_lab_that_is_gone() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let Ok(layout) = layout() else {
         skip("clean_removes_cgroups_of_a_lab_that_is_gone", "no real cgroups");
         return;

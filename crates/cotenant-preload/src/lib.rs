@@ -6,13 +6,31 @@
 //! |---|---|
 //! | `sysconf(_SC_NPROCESSORS_ONLN)` | `$COTENANT_CPUS` (Python 3.11's `os.cpu_count()`, many C programs) |
 //! | `get_nprocs()` | `$COTENANT_CPUS` (libstdc++'s `std::thread::hardware_concurrency()`) |
-//! | everything else, `_SC_NPROCESSORS_CONF` and `get_nprocs_conf()` included | the C library's own answer |
+//! | every other `sysconf` name, `_SC_NPROCESSORS_CONF` and `get_nprocs_conf()` included | the C library's own answer |
 //!
 //! The count comes from the environment variable `COTENANT_CPUS` (set by `cotenant run`, read
 //! once); when it is absent or not a positive integer, every call is passed through, so the
 //! shim never changes a program's behaviour by accident. `_SC_NPROCESSORS_CONF` is left alone
 //! on purpose: code that sizes per-CPU arrays indexed by CPU id must see every CPU
 //! (`docs/run.md`, "Risks").
+//!
+//! How a call reaches the C library (the shim runs inside every process it is preloaded
+//! into, allocators' start-up included):
+//! 1. **At load**, a constructor (an `.init_array` entry, run by the dynamic loader when it
+//!    loads the shim, before `main`) resolves the next `sysconf` and `get_nprocs` with
+//!    `dlsym(RTLD_NEXT)` and reads `COTENANT_CPUS`. No call ever looks a symbol up: a
+//!    lazy `dlsym` on the call path could allocate (older glibc allocates its `dlerror`
+//!    buffer on a thread's first `dlsym`) and so re-enter a custom allocator that is itself
+//!    calling `sysconf` during its start-up.
+//! 2. **On a call**, only `_SC_NPROCESSORS_ONLN` (and `get_nprocs`) may be answered from the
+//!    count; every other name goes straight to the resolved function, touching nothing but
+//!    one atomic load.
+//! 3. **If the resolved function is missing** (a call made before the constructor ran, e.g.
+//!    from another library's constructor, or a `dlsym` that found nothing), glibc's own
+//!    `sysconf` is called under its exported alias `__sysconf`, bound by the dynamic loader
+//!    like any other symbol: `_SC_PAGESIZE` and every other name keep the C library's answer
+//!    whatever happened to the lookup. On other C libraries, only the page size is answered
+//!    (from the auxiliary vector) and other names fail with `EINVAL`.
 //!
 //! No Rust code here allocates or panics on the call path: the functions may be called from
 //! any C context, early in process start-up included.
@@ -23,10 +41,36 @@ use libc::{c_int, c_long};
 
 /// The count: 0 until read, -1 when absent or invalid.
 static COUNT: AtomicI64 = AtomicI64::new(0);
+/// The next `sysconf` after the shim (the C library's), as an address; 0 until resolved.
 static REAL_SYSCONF: AtomicUsize = AtomicUsize::new(0);
+/// The next `get_nprocs` after the shim; 0 until resolved.
 static REAL_GET_NPROCS: AtomicUsize = AtomicUsize::new(0);
 
-/// `$COTENANT_CPUS` as a positive count, read once.
+/// The constructor: the dynamic loader calls every `.init_array` entry when it loads the
+/// shim, before `main` (and at `dlopen`, if the shim is loaded that way).
+#[used]
+#[link_section = ".init_array"]
+static RESOLVE_AT_LOAD: extern "C" fn() = resolve_at_load;
+
+/// Resolves the real functions and reads the count, once, at load time (step 1 of the module
+/// doc). It allocates nothing itself; whatever `dlsym` does, it does here, during loading,
+/// and never from inside a `sysconf` call.
+extern "C" fn resolve_at_load() {
+    // Relaxed is enough: each slot holds a complete address or 0, and a reader that sees 0
+    // takes the fallback (step 3), which gives the same answer.
+    REAL_SYSCONF.store(next_symbol(c"sysconf"), Ordering::Relaxed);
+    REAL_GET_NPROCS.store(next_symbol(c"get_nprocs"), Ordering::Relaxed);
+    count();
+}
+
+/// The address of the next definition of `name` after this library, or 0.
+fn next_symbol(name: &std::ffi::CStr) -> usize {
+    // SAFETY: RTLD_NEXT with a NUL-terminated name is dlsym's documented use for interposers.
+    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize }
+}
+
+/// `$COTENANT_CPUS` as a positive count, read once (at load, or at the first call if that
+/// comes before the constructor).
 fn count() -> Option<i64> {
     let cached = COUNT.load(Ordering::Relaxed);
     if cached != 0 {
@@ -61,16 +105,18 @@ fn parse_count(bytes: &[u8]) -> Option<i64> {
     (1..=1_000_000).contains(&n).then_some(n)
 }
 
-/// The next definition of `name` after this library (the C library's), cached in `slot`.
-fn next_symbol(slot: &AtomicUsize, name: &std::ffi::CStr) -> usize {
-    let cached = slot.load(Ordering::Relaxed);
-    if cached != 0 {
-        return cached;
+/// The C library's `sysconf(name)`: the function resolved at load, else the fallback.
+fn real_sysconf(name: c_int) -> c_long {
+    match REAL_SYSCONF.load(Ordering::Relaxed) {
+        0 => fallback::sysconf(name),
+        real => {
+            // SAFETY: the address dlsym found for "sysconf" is the C library's sysconf (or the
+            // next interposer's), which has this signature.
+            let real: unsafe extern "C" fn(c_int) -> c_long = unsafe { std::mem::transmute(real) };
+            // SAFETY: forwarding the caller's argument to the function it meant to call.
+            unsafe { real(name) }
+        }
     }
-    // SAFETY: RTLD_NEXT with a NUL-terminated name is dlsym's documented use for interposers.
-    let found = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
-    slot.store(found, Ordering::Relaxed);
-    found
 }
 
 /// `sysconf(3)`: the count for `_SC_NPROCESSORS_ONLN`, the C library's answer otherwise.
@@ -84,19 +130,7 @@ pub unsafe extern "C" fn sysconf(name: c_int) -> c_long {
             return n as c_long;
         }
     }
-    match next_symbol(&REAL_SYSCONF, c"sysconf") {
-        0 => {
-            // SAFETY: __errno_location returns the calling thread's errno.
-            unsafe { *libc::__errno_location() = libc::EINVAL };
-            -1
-        }
-        real => {
-            // SAFETY: the address dlsym found for "sysconf" is the C library's sysconf.
-            let real: unsafe extern "C" fn(c_int) -> c_long = unsafe { std::mem::transmute(real) };
-            // SAFETY: forwarding the caller's argument to the function it meant to call.
-            unsafe { real(name) }
-        }
-    }
+    real_sysconf(name)
 }
 
 /// `get_nprocs(3)`: the count, or the C library's answer.
@@ -108,8 +142,10 @@ pub unsafe extern "C" fn get_nprocs() -> c_int {
     if let Some(n) = count() {
         return n as c_int;
     }
-    match next_symbol(&REAL_GET_NPROCS, c"get_nprocs") {
-        0 => 1,
+    match REAL_GET_NPROCS.load(Ordering::Relaxed) {
+        // The C library's sysconf(_SC_NPROCESSORS_ONLN) is its get_nprocs() (glibc returns
+        // exactly that); a C library that cannot say gets the smallest valid answer.
+        0 => c_int::try_from(real_sysconf(libc::_SC_NPROCESSORS_ONLN)).unwrap_or(1).max(1),
         real => {
             // SAFETY: the address dlsym found for "get_nprocs" is the C library's get_nprocs.
             let real: unsafe extern "C" fn() -> c_int = unsafe { std::mem::transmute(real) };
@@ -119,9 +155,48 @@ pub unsafe extern "C" fn get_nprocs() -> c_int {
     }
 }
 
+/// `sysconf` when no function was resolved (step 3 of the module doc).
+mod fallback {
+    use libc::{c_int, c_long};
+
+    #[cfg(target_env = "gnu")]
+    extern "C" {
+        /// glibc's `sysconf` under the alias it has exported since glibc 2.0, on every
+        /// architecture. The shim defines `sysconf`, never `__sysconf`, so this is always
+        /// the C library's, and the dynamic loader binds it like any other symbol, with no
+        /// `dlsym`.
+        fn __sysconf(name: c_int) -> c_long;
+    }
+
+    /// The C library's answer for `name`, without any lookup.
+    #[cfg(target_env = "gnu")]
+    pub fn sysconf(name: c_int) -> c_long {
+        // SAFETY: __sysconf is sysconf; it takes any name and has no preconditions.
+        unsafe { __sysconf(name) }
+    }
+
+    /// The page size from the auxiliary vector; every other name fails with `EINVAL`, as an
+    /// unknown name does.
+    #[cfg(not(target_env = "gnu"))]
+    pub fn sysconf(name: c_int) -> c_long {
+        if name == libc::_SC_PAGESIZE {
+            // SAFETY: getauxval has no preconditions; AT_PAGESZ is always in the vector.
+            let size = unsafe { libc::getauxval(libc::AT_PAGESZ) };
+            if let Ok(size) = c_long::try_from(size) {
+                if size > 0 {
+                    return size;
+                }
+            }
+        }
+        // SAFETY: __errno_location returns the calling thread's errno.
+        unsafe { *libc::__errno_location() = libc::EINVAL };
+        -1
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_count;
+    use super::{fallback, parse_count};
 
     #[test]
     fn only_a_positive_decimal_count_is_accepted() {
@@ -130,5 +205,13 @@ mod tests {
         for bad in [&b""[..], b"0", b"-1", b"1.5", b" 2", b"2 ", b"abc", b"10000000"] {
             assert_eq!(parse_count(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
+    }
+
+    #[test]
+    fn the_fallback_gives_the_page_size_without_any_lookup() {
+        // SAFETY: getauxval has no preconditions.
+        let page = unsafe { libc::getauxval(libc::AT_PAGESZ) };
+        assert!(page > 0, "AT_PAGESZ is in every process's auxiliary vector");
+        assert_eq!(fallback::sysconf(libc::_SC_PAGESIZE), page as libc::c_long);
     }
 }

@@ -1,8 +1,15 @@
 //! `cotenant lab <experiment>`: runs an experiment, prints its report (or JSON), and with
 //! `--out DIR` writes `DIR/<experiment>/{results.json, results.csv, report.md, charts}`.
+//!
+//! Before the lab creates anything it hands its signals to `lab/cgroup.rs`, which undoes
+//! everything the lab made on SIGINT, SIGTERM, SIGHUP or SIGQUIT. With `--out`, the files are
+//! written as the experiment goes ([`Progress`]): `report.md` says the results are partial
+//! until the final files replace them, so a stopped run keeps every row it measured. A failed
+//! run (a worker that hung or crashed) has a row of its own, is listed in the report, and makes
+//! the lab exit with a failure status once every experiment has run.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -46,40 +53,155 @@ pub fn run(args: &LabArgs) -> anyhow::Result<ExitCode> {
         "--round-trip-us applies to `cotenant lab spin` only, not to `{}`",
         args.experiment.name()
     );
-    let lab = Lab::new()?;
-    // The workers' default pools share the lab's own token set; it goes when the lab ends.
+    // Before anything is created: from here on a signal removes whatever the lab made.
+    lab::cgroup::install_signal_cleanup()?;
+    // The default pools of every worker and tenant share the lab's own token set (runner.rs):
+    // recorded before any of them can create it, removed when the lab ends however it ends.
+    lab::cgroup::record_token_set(lab::neighbours::LAB_TOKENS)?;
     let _lab_set = LabSetCleanup;
+    let lab = Lab::new()?;
     let experiments: Vec<Experiment> =
         if args.experiment == Experiment::All { ALL.to_vec() } else { vec![args.experiment] };
+    let mut failed_runs = 0;
     for experiment in experiments {
-        let outcome = run_one(experiment, &lab, args)?;
+        let dir = args.out.as_ref().map(|out| out.join(experiment.name()));
+        if let Some(dir) = &dir {
+            let mut progress = Progress::begin(dir.clone(), experiment, &lab)?;
+            let mut warned = false;
+            lab::set_row_sink(Some(Box::new(move |row: &lab::Row| {
+                if let Err(e) = progress.add(row) {
+                    if !std::mem::replace(&mut warned, true) {
+                        let name = experiment.name();
+                        eprintln!("lab {name}: the partial results are not kept up to date: {e:#}");
+                    }
+                }
+            })));
+        }
+        let outcome = run_one(experiment, &lab, args);
+        lab::set_row_sink(None);
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                if let Some(dir) = &dir {
+                    // The rows measured stay; the report says why there are no more.
+                    let _ = write_output(dir, "report.md", &interrupted_report(experiment, &lab, Some(&e)));
+                }
+                return Err(e);
+            }
+        };
+        let failed = outcome.rows.iter().filter(|row| lab::is_failed(row)).count();
+        if failed > 0 {
+            eprintln!("lab {}: {failed} run(s) failed; see the report's \"Failed runs\"", experiment.name());
+            failed_runs += failed;
+        }
         emit(experiment, &lab, args, &outcome)?;
     }
-    Ok(ExitCode::from(crate::exit::OK))
+    Ok(ExitCode::from(if failed_runs > 0 { crate::exit::FAILURE } else { crate::exit::OK }))
 }
 
-/// Removes the lab's token set, if there is one and no live worker is a member of it (another
-/// lab's); `None`: there is none.
-fn remove_lab_set() -> Option<Result<(), cotenant::tokens::TokensError>> {
-    use cotenant::tokens::list;
-    let key = list::resolve(lab::neighbours::LAB_TOKENS).ok()?;
-    match list::list() {
-        Ok(sets) if sets.iter().any(|s| s.key == key) => Some(list::remove(key, false)),
-        Ok(_) => None,
-        Err(e) => Some(Err(e)),
-    }
-}
-
-/// Removes the lab's token set when the lab ends, however it ends but by a signal (the
-/// workers' default pools create it; `lab clean` removes one a killed lab left).
+/// Removes the lab's token set when the lab ends, however it ends (a signal's thread removes
+/// it itself, see `lab/cgroup.rs`): the workers' default pools create it; `lab clean` removes
+/// one a killed lab left.
 struct LabSetCleanup;
 
 impl Drop for LabSetCleanup {
     fn drop(&mut self) {
-        if let Some(Err(e)) = remove_lab_set() {
-            eprintln!("lab: {e}");
+        // Another lab of this user still running uses the same set between its runs too.
+        if !lab::runner::running_labs().is_empty() {
+            return;
+        }
+        if let Err(why) = lab::cgroup::remove_token_set(lab::neighbours::LAB_TOKENS) {
+            eprintln!("lab: {why}");
         }
     }
+}
+
+/// `DIR/<experiment>/` while the experiment runs. `report.md` says the results are partial
+/// from the start; `results.json` (with `"partial": true`) and `results.csv` are rewritten with
+/// every row as it is measured, each replaced whole (`private_dir::write_file`: a new file
+/// renamed over the old, never written through a symbolic link). The final files of [`emit`]
+/// replace all three when the experiment ends.
+struct Progress {
+    dir: PathBuf,
+    experiment: Experiment,
+    host: serde_json::Value,
+    rows: Vec<lab::Row>,
+}
+
+impl Progress {
+    /// Creates the folder and writes the partial report and empty results.
+    fn begin(dir: PathBuf, experiment: Experiment, lab: &Lab) -> anyhow::Result<Progress> {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        write_output(&dir, "report.md", &interrupted_report(experiment, lab, None))?;
+        let progress = Progress { dir, experiment, host: serde_json::to_value(&lab.host)?, rows: Vec::new() };
+        progress.write_rows()?;
+        Ok(progress)
+    }
+
+    /// Adds a row measured just now, and rewrites the results with it.
+    fn add(&mut self, row: &lab::Row) -> anyhow::Result<()> {
+        self.rows.push(row.clone());
+        self.write_rows()
+    }
+
+    fn write_rows(&self) -> anyhow::Result<()> {
+        let results = serde_json::json!({
+            "experiment": self.experiment.name(),
+            "host": self.host,
+            "rows": self.rows,
+            "summary": null,
+            "verdicts": [],
+            "partial": true,
+        });
+        // The CSV first: a reader that finds a row in results.json finds it in the CSV too.
+        write_output(&self.dir, "results.csv", &csv_text(&self.rows)?)?;
+        write_output(&self.dir, "results.json", &serde_json::to_string_pretty(&results)?)
+    }
+}
+
+/// Writes `dir/name` whole, as the final files are written (never through a symbolic link).
+fn write_output(dir: &Path, name: &str, text: &str) -> anyhow::Result<()> {
+    crate::private_dir::write_file(&dir.join(name), text.as_bytes(), 0o644)
+}
+
+/// The report of a run that has not ended: its title, and why its results are partial.
+fn interrupted_report(experiment: Experiment, lab: &Lab, error: Option<&anyhow::Error>) -> String {
+    let why = match error {
+        Some(e) => format!("The run stopped with an error: {e:#}."),
+        None => "The run did not finish: it was stopped (a signal, a crash) or is still running.".to_owned(),
+    };
+    format!(
+        "{}Interrupted: partial results. {why} `results.csv` and `results.json` (`\"partial\": true`) \
+         hold every row measured before it stopped; the tables, charts and verdicts are written when a \
+         run ends.\n",
+        title(experiment, lab)
+    )
+}
+
+/// `rows` as CSV text: the columns are every key, in the order first seen; no rows, no text.
+fn csv_text(rows: &[lab::Row]) -> anyhow::Result<String> {
+    if rows.is_empty() {
+        return Ok(String::new());
+    }
+    let mut columns: Vec<&String> = Vec::new();
+    for row in rows {
+        for key in row.keys() {
+            if !columns.contains(&key) {
+                columns.push(key);
+            }
+        }
+    }
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(&columns)?;
+    for row in rows {
+        writer.write_record(columns.iter().map(|c| match row.get(*c) {
+            None | Some(serde_json::Value::Null) => String::new(),
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+        }))?;
+    }
+    let bytes = writer.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {}", e.error()))?;
+    Ok(String::from_utf8(bytes)?)
 }
 
 fn run_one(experiment: Experiment, lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
@@ -107,10 +229,10 @@ fn run_one(experiment: Experiment, lab: &Lab, args: &LabArgs) -> anyhow::Result<
     }
 }
 
-/// The full Markdown report: title, host, the experiment's tables, charts and verdicts.
-fn report(experiment: Experiment, lab: &Lab, outcome: &Outcome, with_charts: bool) -> String {
+/// The report's title and host line.
+fn title(experiment: Experiment, lab: &Lab) -> String {
     let h = &lab.host;
-    let mut out = format!(
+    format!(
         "# lab {}\n\nhost: {} CPUs, Linux {}, cgroup {}; load average before: {}; real cgroups {}\n\n",
         experiment.name(),
         h.cpus,
@@ -118,8 +240,26 @@ fn report(experiment: Experiment, lab: &Lab, outcome: &Outcome, with_charts: boo
         h.cgroup_version,
         h.loadavg_before,
         h.cgroups
-    );
+    )
+}
+
+/// The full Markdown report: title, host, the experiment's tables, failed runs, charts and
+/// verdicts.
+fn report(experiment: Experiment, lab: &Lab, outcome: &Outcome, with_charts: bool) -> String {
+    let mut out = title(experiment, lab);
     out.push_str(&outcome.report);
+    let failed: Vec<&lab::Row> = outcome.rows.iter().filter(|row| lab::is_failed(row)).collect();
+    if !failed.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n## Failed runs\n\n{} run(s) failed and are left out of the figures above (their rows have \
+             `failed` = true):\n",
+            failed.len()
+        );
+        for row in failed {
+            let _ = writeln!(out, "- {}", describe_failed(row));
+        }
+    }
     if with_charts && !outcome.charts.is_empty() {
         out.push_str("\n## Charts\n\n");
         for chart in &outcome.charts {
@@ -134,6 +274,20 @@ fn report(experiment: Experiment, lab: &Lab, outcome: &Outcome, with_charts: boo
         let _ = writeln!(out, "- {v}");
     }
     out
+}
+
+/// A failed run's row in one line: its configuration, then why it failed.
+fn describe_failed(row: &lab::Row) -> String {
+    let config: Vec<String> = row
+        .iter()
+        .filter(|(key, _)| !matches!(key.as_str(), "failed" | "failure"))
+        .map(|(key, value)| match value {
+            serde_json::Value::String(s) => format!("{key} {s}"),
+            other => format!("{key} {other}"),
+        })
+        .collect();
+    let why = row.get("failure").and_then(serde_json::Value::as_str).unwrap_or("no reason recorded");
+    format!("{}: {why}", config.join(", "))
 }
 
 fn emit(experiment: Experiment, lab: &Lab, args: &LabArgs, outcome: &Outcome) -> anyhow::Result<()> {
@@ -170,9 +324,10 @@ pub(crate) fn write_files(
     outcome: &Outcome,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Root may write into a shared --out folder: a symbolic link planted at a file's name is
+    // replaced, never written through, and `dir` itself being a link is refused (issue 34).
     let write = |name: &str, text: &str| -> anyhow::Result<()> {
-        let path = dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+        crate::private_dir::write_file(&dir.join(name), text.as_bytes(), 0o644)
     };
     // Data first: a chart that fails to render must not lose the measurements.
     write("results.json", results_json)?;
@@ -194,7 +349,9 @@ fn write_csv(path: &Path, rows: &[serde_json::Map<String, serde_json::Value>]) -
             }
         }
     }
-    let mut writer = csv::Writer::from_path(path).with_context(|| format!("writing {}", path.display()))?;
+    // Built in memory and written by rename (`private_dir::write_file`), never through a link
+    // planted at the file's name.
+    let mut writer = csv::Writer::from_writer(Vec::new());
     writer.write_record(&columns)?;
     for row in rows {
         writer.write_record(columns.iter().map(|c| match row.get(*c) {
@@ -203,12 +360,14 @@ fn write_csv(path: &Path, rows: &[serde_json::Map<String, serde_json::Value>]) -
             Some(v) => v.to_string(),
         }))?;
     }
-    writer.flush().with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    let bytes =
+        writer.into_inner().map_err(|e| anyhow::anyhow!("writing {}: {}", path.display(), e.error()))?;
+    crate::private_dir::write_file(path, &bytes, 0o644)
 }
 
-/// `lab clean`: removes `cotenant-lab-*` cgroups whose lab is gone, and kills lab workers
-/// whose lab is gone.
+/// `lab clean`: removes `cotenant-lab-*` cgroups whose lab is gone, kills lab workers whose
+/// lab is gone, and removes the lab's token set unless a lab is running or processes are
+/// members of it.
 fn clean() -> anyhow::Result<ExitCode> {
     let mut removed = 0;
     match lab::cgroup::layout() {
@@ -227,17 +386,56 @@ fn clean() -> anyhow::Result<ExitCode> {
             removed += 1;
         }
     }
-    // The lab's token set (left by a killed run): not while a running lab's workers use it.
-    match remove_lab_set() {
-        Some(Ok(())) => {
-            println!("removed host token set {}", lab::neighbours::LAB_TOKENS);
-            removed += 1;
+    // The lab's token set (left by a killed run): not while a lab runs, whose workers may be
+    // between two runs, or about to join it (the lab itself is no member).
+    let set = lab::neighbours::LAB_TOKENS;
+    let labs = lab::runner::running_labs();
+    if !labs.is_empty() && cotenant::tokens::HostTokens::exists(set) {
+        for (pid, what) in &labs {
+            println!("kept host token set {set}: in use by the running lab {what} (pid {pid})");
         }
-        Some(Err(e)) => println!("{e}"),
-        None => {}
+    } else if labs.is_empty() {
+        match lab::cgroup::remove_token_set(set) {
+            Ok(true) => {
+                println!("removed host token set {set}");
+                removed += 1;
+            }
+            Ok(false) => {}
+            Err(why) => println!("{why}"),
+        }
     }
     if removed == 0 {
         println!("nothing to clean");
     }
     Ok(ExitCode::from(crate::exit::OK))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn row(pairs: &[(&str, serde_json::Value)]) -> lab::Row {
+        pairs.iter().map(|(key, value)| ((*key).to_owned(), value.clone())).collect()
+    }
+
+    #[test]
+    fn partial_results_have_every_column_in_the_order_first_seen() {
+        let rows = [
+            row(&[("load", json!(0.7)), ("pool", json!("ignorant"))]),
+            lab::failed_row(row(&[("pool", json!("adaptive"))]), "killed"),
+        ];
+        assert_eq!(
+            csv_text(&rows).unwrap(),
+            "load,pool,failed,failure\n0.7,ignorant,,\n,adaptive,true,killed\n"
+        );
+        assert_eq!(csv_text(&[]).unwrap(), "", "no rows yet: an empty file");
+    }
+
+    #[test]
+    fn a_failed_run_is_listed_with_its_configuration_and_reason() {
+        let why = "lab child pid 7 did not finish within 3 s; killed";
+        let failed = lab::failed_row(row(&[("processes", json!(2)), ("setting", json!("one cgroup"))]), why);
+        assert_eq!(describe_failed(&failed), format!("processes 2, setting one cgroup: {why}"));
+    }
 }

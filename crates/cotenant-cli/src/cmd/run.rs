@@ -4,6 +4,11 @@
 //! status and signals are the command's own); `env` prints `export` lines for shells and
 //! container entrypoints.
 //!
+//! A wrapper must not stop what it wraps: when the count cannot be determined (an unreadable
+//! or unexpected cgroup file), `run` execs the command unchanged and `env` prints nothing
+//! (`eval "$(cotenant env)"` is then a no-op), each after one warning naming the file and the
+//! reason. `--strict` refuses instead, with exit status 1.
+//!
 //! What to set is decided by [`plan`], a pure function of the count and the current
 //! environment, so it is unit-tested without exec'ing anything. The variables and what reads
 //! them are listed once, in [`VARIABLES`], which `docs/run.md` mirrors.
@@ -16,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::Context as _;
+use cotenant::cpus::{self, Probe};
 
 use crate::args::{CountArgs, EnvArgs, RunArgs};
 use crate::exit;
@@ -174,20 +180,47 @@ fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
     std::fs::canonicalize(path).with_context(|| format!("--preload: resolving {}", path.display()))
 }
 
-fn count(rounding: crate::args::RoundingArg) -> anyhow::Result<u32> {
-    let budget = cotenant::cpus::detect().context("cannot determine this process's CPU count")?;
-    Ok(budget.threads(rounding.into()))
-}
-
-fn settings(args: &CountArgs) -> anyhow::Result<Vec<Setting>> {
-    let n = count(args.rounding)?;
+/// The settings for this process, or, when the count cannot be determined and not
+/// `--strict`, `None` after one warning on stderr: `what` names the subcommand and `fallback`
+/// says what it does instead (e.g. `running sh unchanged`). With `--strict` that is an error.
+fn settings(args: &CountArgs, what: &str, fallback: &str) -> anyhow::Result<Option<Vec<Setting>>> {
+    let probe = match &args.root {
+        Some(root) => {
+            anyhow::ensure!(root.is_dir(), "--root {}: not a directory", root.display());
+            Probe::with_root(root)
+        }
+        None => Probe::system(),
+    };
+    let n = match probe.detect() {
+        Ok(budget) => budget.threads(args.rounding.into()),
+        Err(error) if args.strict => {
+            return Err(error).context("cannot determine this process's CPU count");
+        }
+        Err(error) => {
+            eprintln!(
+                "cotenant {what}: warning: could not determine the CPU count ({}); {fallback}",
+                why_undetermined(&error)
+            );
+            return Ok(None);
+        }
+    };
     let lib = if args.preload {
         let exe = std::env::current_exe().context("--preload: locating the cotenant executable")?;
         Some(find_preload_lib(&exe, std::env::var_os(PRELOAD_LIB_VAR))?)
     } else {
         None
     };
-    Ok(plan(n, |name| std::env::var_os(name), args.force, lib.as_deref()))
+    Ok(Some(plan(n, |name| std::env::var_os(name), args.force, lib.as_deref())))
+}
+
+/// The file (or system call) and the reason, for the warning: `FILE: REASON`.
+fn why_undetermined(undetermined: &cpus::Error) -> String {
+    match undetermined {
+        // Its own message is "cannot read FILE: ERROR"; the warning puts the file first.
+        cpus::Error::Read { path, error } => format!("{}: {error}", path.display()),
+        // Parse errors read "FILE: what was wrong, with the text"; the others name their source.
+        other => other.to_string(),
+    }
 }
 
 /// Quotes `value` for a POSIX shell (single quotes; a `'` becomes `'\''`).
@@ -201,9 +234,17 @@ pub fn shell_quote(value: &OsStr) -> String {
 
 /// `cotenant run`.
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let settings = settings(&args.count)?;
     let (program, rest) =
         args.command.split_first().context("no command given (usage: cotenant run -- CMD ARGS...)")?;
+    let shown = Path::new(program).display();
+    let fallback = if args.print {
+        format!("{shown} would run unchanged")
+    } else {
+        format!("running {shown} unchanged")
+    };
+    // No settings: the count could not be determined, and the command runs as it would have
+    // without cotenant.
+    let settings = settings(&args.count, "run", &fallback)?.unwrap_or_default();
     if args.print {
         let mut out = std::io::stdout().lock();
         for s in &settings {
@@ -221,7 +262,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     // exec only returns on failure; the exit codes follow the shells' convention.
     let error = command.exec();
-    let shown = Path::new(program).display();
     let code = match error.kind() {
         std::io::ErrorKind::NotFound => exit::NOT_FOUND,
         _ => exit::CANNOT_EXECUTE,
@@ -232,7 +272,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
 
 /// `cotenant env`.
 pub fn env(args: &EnvArgs) -> anyhow::Result<ExitCode> {
-    let settings = settings(&args.count)?;
+    // No settings: no line at all, so that `eval "$(cotenant env)"` changes nothing.
+    let settings = settings(&args.count, "env", "setting no variables")?.unwrap_or_default();
     let mut out = std::io::stdout().lock();
     for s in &settings {
         writeln!(out, "export {}={}", s.name, shell_quote(s.value()))?;
@@ -305,6 +346,19 @@ mod tests {
         assert_eq!(shell_quote(OsStr::new("-Xmx1g -XX:A=1")), "'-Xmx1g -XX:A=1'");
         assert_eq!(shell_quote(OsStr::new("it's")), "'it'\\''s'");
         assert_eq!(shell_quote(OsStr::new("")), "''");
+    }
+
+    #[test]
+    fn the_warning_names_an_unreadable_file_and_the_reason() {
+        let unreadable = cpus::Error::Read {
+            path: PathBuf::from("/sys/fs/cgroup/app/cpu.max"),
+            error: std::io::Error::from_raw_os_error(libc::EACCES),
+        };
+        let why = why_undetermined(&unreadable);
+        assert!(why.starts_with("/sys/fs/cgroup/app/cpu.max: "), "{why}");
+        assert!(why.contains(&std::io::Error::from_raw_os_error(libc::EACCES).to_string()), "{why}");
+        let undetermined = cpus::Error::Undetermined { reason: "no CPU is online".into() };
+        assert_eq!(why_undetermined(&undetermined), "no CPU is online");
     }
 
     #[test]

@@ -5,20 +5,23 @@
 //!
 //! Each run: A and B in their own `cotenant-lab-*` cgroups (equal weights unless the scenario
 //! says otherwise) → A listens → B starts → after a warm-up, the load runs for the run's
-//! length while B counts its chunks over the same window → B reports, A is stopped. The
-//! reduction to tables and verdicts is pure (`aggregate`, `verdicts`) and unit-tested.
+//! length while B counts its chunks over the same window → B reports, A is stopped. Both
+//! tenants are the lab's children (`runner::LabChild`), with deadlines: a run whose tenant
+//! hangs or fails is recorded as failed and the others go on. The reduction to tables and
+//! verdicts is pure (`aggregate`, `verdicts`) and unit-tested.
 
 use std::fmt::Write as _;
 use std::io::BufReader;
 use std::net::SocketAddr;
-use std::process::{Child, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::process::Stdio;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use serde::Serialize;
 
 use super::cgroup::{Cgroup, Layout, LAB_PREFIX};
 use super::neighbours::median;
+use super::runner::{self, LabChild, WorkerFailed};
 use super::tenants::{read_port, BatchReport};
 use super::{loadgen, Chart, Lab, Outcome, Series};
 use crate::args::LabArgs;
@@ -33,6 +36,9 @@ pub const CONNECTIONS: usize = 16;
 const DOCTOR_SAMPLE: Duration = Duration::from_secs(2);
 /// Between B's start and the load's: B at full speed, A's pool idle.
 const WARM_UP: Duration = Duration::from_millis(500);
+/// How long tenant A may take to listen, and to stop once its stdin closes, before it is
+/// killed (it calibrates and builds its pool in well under a second).
+const A_LIMIT: Duration = Duration::from_secs(30);
 
 /// One isolation option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -289,16 +295,6 @@ pub fn table(aggregates: &[Aggregate]) -> String {
     out
 }
 
-/// A child killed and reaped however the run ends.
-struct Tenant(Child);
-
-impl Drop for Tenant {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 struct Config {
     seconds: f64,
     rate: f64,
@@ -337,15 +333,15 @@ fn run_once(lab: &Lab, layout: &Layout, scenario: Scenario, config: &Config) -> 
     if scenario == Scenario::BaselinePinned {
         a_args.push("--pin");
     }
-    let mut a = Tenant(
-        cg_a.command(&exe, &a_args, None)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("starting tenant A")?,
-    );
-    let port = read_port(&mut BufReader::new(a.0.stdout.take().context("tenant A's stdout")?))?;
+    // Both tenants are the lab's children (killed and reaped however the run ends, a signal
+    // included), and their default pools share the lab's token set, as the workers' do.
+    let mut a_command = cg_a.command(&exe, &a_args, None);
+    runner::lab_environment(&mut a_command)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut a = LabChild::spawn(&mut a_command).context("starting tenant A")?;
+    let port = a_port(&mut a)?;
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
 
     let window = Duration::from_secs_f64(config.seconds);
@@ -359,23 +355,23 @@ fn run_once(lab: &Lab, layout: &Layout, scenario: Scenario, config: &Config) -> 
             b_args.extend(extra);
             b_args.extend(["--measure-from-ns", &from_ns, "--measure-ms", &window_ms]);
             let home = if scenario.b_cgroup() == BCgroup::SharedWithA { &cg_a } else { &cg_b };
-            Some(Tenant(
-                home.command(&exe, &b_args, None)
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .context("starting tenant B")?,
-            ))
+            let mut b_command = home.command(&exe, &b_args, None);
+            runner::lab_environment(&mut b_command)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            Some(LabChild::spawn(&mut b_command).context("starting tenant B")?)
         }
         None => None,
     };
+    // B reports once its measuring window is over; it gets the runner's grace beyond that.
+    let b_deadline = runner::deadline_for(WARM_UP, window)?;
     if let Ok(wait) = measure_from.duration_since(SystemTime::now()) {
         std::thread::sleep(wait);
     }
     // The doctor samples A in the middle of the load window, as an engineer would run it
     // while the service is slow (issue 6, item 5).
-    let a_pid = a.0.id();
+    let a_pid = a.id();
     let sample = doctor_sample(window);
     let doctor = std::thread::spawn(move || {
         std::thread::sleep(window.saturating_sub(sample) / 2);
@@ -394,22 +390,26 @@ fn run_once(lab: &Lab, layout: &Layout, scenario: Scenario, config: &Config) -> 
     };
     let (b_chunks_per_s, b_ran_as) = match b.as_mut() {
         Some(b) => {
-            let mut out = String::new();
-            let mut err = String::new();
-            std::io::Read::read_to_string(b.0.stdout.as_mut().context("tenant B's stdout")?, &mut out)?;
-            std::io::Read::read_to_string(b.0.stderr.as_mut().context("tenant B's stderr")?, &mut err)?;
-            let status = b.0.wait()?;
-            if !status.success() {
-                anyhow::bail!("tenant B failed ({status}): {}", err.trim());
+            // stdout and stderr read at once, by the deadline (a failed run otherwise).
+            let finished = runner::collect(std::slice::from_mut(b), b_deadline)
+                .context("tenant B")?
+                .pop()
+                .context("tenant B left no status")?;
+            if !finished.status.success() {
+                let why = format!("tenant B failed ({}): {}", finished.status, finished.stderr.trim());
+                return Err(WorkerFailed(why).into());
             }
-            let report: BatchReport = serde_json::from_str(out.trim())
-                .with_context(|| format!("tenant B printed {:?}", out.trim()))?;
+            let out = String::from_utf8_lossy(&finished.stdout);
+            let report: BatchReport = serde_json::from_str(out.trim()).map_err(|e| {
+                WorkerFailed(format!("tenant B printed {:?}, not its report: {e}", out.trim()))
+            })?;
             (report.chunks_per_s, report.priority)
         }
         None => (f64::NAN, String::new()),
     };
-    drop(a.0.stdin.take()); // A serves until its stdin closes
-    let _ = a.0.wait();
+    drop(a.take_stdin()); // A serves until its stdin closes
+                          // The run's figures are in: an A that does not stop is killed when dropped.
+    let _ = a.wait_until(Instant::now() + A_LIMIT);
     let q = |p: f64| load.latency_us.value_at_quantile(p) as f64;
     let figures = RunFigures {
         latency_us: [q(0.50), q(0.95), q(0.99), q(0.999)],
@@ -418,6 +418,27 @@ fn run_once(lab: &Lab, layout: &Layout, scenario: Scenario, config: &Config) -> 
         b_chunks_per_s,
     };
     Ok(OneRun { figures, b_ran_as, client_ran_as: load.client_ran_as, diagnosis })
+}
+
+/// The port tenant A listens on, read within [`A_LIMIT`]: an A that never says fails the run
+/// (and is killed when dropped).
+fn a_port(a: &mut LabChild) -> anyhow::Result<u16> {
+    let stdout = a.take_stdout().context("tenant A's stdout")?;
+    let (sender, port) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("lab-tenant-a".into())
+        .spawn(move || {
+            let _ = sender.send(read_port(&mut BufReader::new(stdout)));
+        })
+        .context("starting a thread to read tenant A's port")?;
+    match port.recv_timeout(A_LIMIT) {
+        Ok(Ok(port)) => Ok(port),
+        Ok(Err(e)) => Err(WorkerFailed(format!("tenant A did not start: {e:#}")).into()),
+        Err(_) => {
+            let why = format!("tenant A printed no port within {} s; killed", A_LIMIT.as_secs());
+            Err(WorkerFailed(why).into())
+        }
+    }
 }
 
 /// Whether a new cgroup here has `cpu.idle` (Linux 5.15+), probed with a throw-away cgroup.
@@ -511,11 +532,22 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
         for (i, &scenario) in scenarios.iter().enumerate() {
             let busy_before = lab.quiet_check();
             eprintln!("lab isolation: repeat {}/{repeats}, {}", repeat + 1, scenario.name());
-            let OneRun { figures, b_ran_as, client_ran_as, diagnosis } =
-                run_once(lab, layout, scenario, &config)?;
             let mut row = serde_json::Map::new();
             row.insert("scenario".into(), scenario.name().into());
             row.insert("repeat".into(), repeat.into());
+            let OneRun { figures, b_ran_as, client_ran_as, diagnosis } =
+                match run_once(lab, layout, scenario, &config) {
+                    Ok(one) => one,
+                    // A failed run (a tenant hung or crashed) gets its row; the others go on.
+                    Err(e) => match runner::failed_run(&e) {
+                        Some(why) => {
+                            eprintln!("lab isolation: the run failed and is recorded as such: {why}");
+                            outcome.rows.push(super::failed_row(row, &why));
+                            continue;
+                        }
+                        None => return Err(e),
+                    },
+                };
             row.insert("rate_per_s".into(), config.rate.into());
             row.insert("work_us".into(), WORK_US.into());
             row.insert("seconds".into(), config.seconds.into());
@@ -548,8 +580,13 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
             }
         }
     }
-    let aggregates: Vec<Aggregate> =
-        scenarios.iter().zip(&runs).map(|(&scenario, runs)| aggregate(scenario, runs)).collect();
+    // A scenario whose every run failed has no figures (its failed rows are in the report).
+    let aggregates: Vec<Aggregate> = scenarios
+        .iter()
+        .zip(&runs)
+        .filter(|(_, runs)| !runs.is_empty())
+        .map(|(&scenario, runs)| aggregate(scenario, runs))
+        .collect();
     let mut report = format!(
         "Tenant A: an HTTP/1.1 server (tiny_http) doing {WORK_US} µs of CPU work per request on a pool of one \
          worker per CPU, offered {RATE} requests/s open loop over {CONNECTIONS} keep-alive loopback connections \

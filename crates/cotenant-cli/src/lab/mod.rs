@@ -4,8 +4,8 @@
 //! |---|---|
 //! | `workload.rs` | calibrated CPU-bound items, open-loop schedules, latency summaries |
 //! | `worker.rs` | the hidden `lab-worker` mode: one process of an experiment |
-//! | `cgroup.rs` | real cgroups (`cotenant-lab-*`), removed on every exit path |
-//! | `runner.rs` | starting a run's processes at one instant, collecting their reports |
+//! | `cgroup.rs` | real cgroups (`cotenant-lab-*`); what a signal undoes (cgroups, children, token sets) |
+//! | `runner.rs` | starting a run's processes at one instant, collecting their reports by a deadline |
 //! | `host.rs` | host facts and the quiet-host check before each run |
 //! | `overcommit.rs` | Figures 2 and 3: one process, 1 to 4 × CPUs threads, with and without a lock |
 //! | `quota.rs` | Figure 5: quotas in real cgroups, including a Go program (`gobuild.rs`) |
@@ -22,7 +22,9 @@
 //! | `sizing.rs` | seed 002: pool sizes 1 to 256 against I/O delays, and the elastic pool |
 //!
 //! Every experiment returns an [`Outcome`]; `cmd/lab.rs` prints it and writes
-//! `DIR/<experiment>/{results.csv, results.json, report.md, <chart>.svg, <chart>.png}`.
+//! `DIR/<experiment>/{results.csv, results.json, report.md, <chart>.svg, <chart>.png}`. Rows
+//! reach the files as they are measured too ([`Rows::push`]), so that a run stopped half-way
+//! keeps them.
 
 pub mod burst;
 pub mod cgroup;
@@ -44,15 +46,70 @@ pub mod throttling;
 pub mod worker;
 pub mod workload;
 
+use std::sync::Mutex;
+
 use serde::Serialize;
+
+/// One raw row: a flat JSON object (numbers and strings only).
+pub type Row = serde_json::Map<String, serde_json::Value>;
+
+/// Where every row goes as soon as it is pushed, besides its [`Rows`]: see [`set_row_sink`].
+pub type RowSink = Box<dyn FnMut(&Row) + Send>;
+
+static ROW_SINK: Mutex<Option<RowSink>> = Mutex::new(None);
+
+/// Sets (or with `None` clears) the sink every [`Rows::push`] hands its row to at once:
+/// `cmd/lab.rs` sets one for each experiment run with `--out`, which keeps `results.csv` and
+/// `results.json` up to date while the experiment runs. Experiments need not know.
+pub fn set_row_sink(sink: Option<RowSink>) {
+    *ROW_SINK.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = sink;
+}
+
+/// The rows of an [`Outcome`], in the order measured. Read as a slice; added to only with
+/// [`push`](Rows::push), which also hands each row to the row sink, if one is set.
+#[derive(Debug, Default, Clone, Serialize)]
+#[serde(transparent)]
+pub struct Rows(Vec<Row>);
+
+impl Rows {
+    /// Appends `row` once the configuration it measures has ended, and hands it to the row sink.
+    pub fn push(&mut self, row: Row) {
+        if let Some(sink) = ROW_SINK.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).as_mut() {
+            sink(&row);
+        }
+        self.0.push(row);
+    }
+}
+
+impl std::ops::Deref for Rows {
+    type Target = [Row];
+
+    fn deref(&self) -> &[Row] {
+        &self.0
+    }
+}
+
+/// Marks `row` as the record of a failed run (`failed` = true, `failure` = why): its
+/// configuration's keys and no figures. `cmd/lab.rs` lists such rows in the report and exits
+/// with a failure status.
+pub fn failed_row(mut row: Row, why: &str) -> Row {
+    row.insert("failed".into(), true.into());
+    row.insert("failure".into(), why.into());
+    row
+}
+
+/// Whether `row` records a failed run ([`failed_row`]).
+pub fn is_failed(row: &Row) -> bool {
+    row.get("failed") == Some(&serde_json::Value::Bool(true))
+}
 
 /// What one experiment produced: everything the output files are made of.
 #[derive(Debug, Default)]
 pub struct Outcome {
     /// Raw rows, one flat JSON object per measured configuration and repeat (numbers and
     /// strings only): the lines of `results.csv` (columns in first-seen order) and the `rows`
-    /// of `results.json`.
-    pub rows: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// of `results.json`. A failed run has a row too ([`failed_row`]).
+    pub rows: Rows,
     /// Aggregates (medians and spreads), as the experiment chooses to shape them.
     pub summary: serde_json::Value,
     /// Markdown: the tables and notes of `report.md` (the lab adds the title, the host facts,
@@ -128,5 +185,52 @@ impl Lab {
     /// The quiet-host check before a run: CPUs others kept busy over 300 ms.
     pub fn quiet_check(&self) -> f64 {
         host::busy_before_run(self.host.cpus, std::time::Duration::from_millis(300))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn marked(n: u64) -> Row {
+        let mut row = Row::new();
+        row.insert("sink_test".into(), n.into());
+        row
+    }
+
+    #[test]
+    fn each_row_reaches_the_sink_as_it_is_pushed() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink_seen = seen.clone();
+        // Other tests may push rows meanwhile: only this test's are kept.
+        set_row_sink(Some(Box::new(move |row: &Row| {
+            if row.contains_key("sink_test") {
+                sink_seen.lock().unwrap().push(row.clone());
+            }
+        })));
+        let mut rows = Rows::default();
+        rows.push(marked(1));
+        assert_eq!(*seen.lock().unwrap(), vec![marked(1)], "handed over at once");
+        rows.push(marked(2));
+        set_row_sink(None);
+        rows.push(marked(3));
+        assert_eq!(*seen.lock().unwrap(), vec![marked(1), marked(2)], "no sink, nothing handed over");
+        assert_eq!(rows.len(), 3);
+        assert_eq!(
+            serde_json::to_value(&rows).unwrap(),
+            serde_json::json!([{"sink_test": 1}, {"sink_test": 2}, {"sink_test": 3}])
+        );
+    }
+
+    #[test]
+    fn a_failed_row_keeps_its_configuration_and_says_why() {
+        let mut row = Row::new();
+        row.insert("pool".into(), "adaptive".into());
+        assert!(!is_failed(&row));
+        let failed = failed_row(row, "killed");
+        assert!(is_failed(&failed));
+        assert_eq!(failed["pool"], "adaptive");
+        assert_eq!(failed["failure"], "killed");
     }
 }

@@ -80,6 +80,8 @@ pub struct RunConfig {
     pub go_items: GoItems,
     /// Chunks per item for the Go kinds (0: each process calibrates itself).
     pub go_chunks: u32,
+    /// Chunks per item for the Rust kinds (0: each process calibrates itself).
+    pub chunks: u32,
 }
 
 /// The Go worker's arguments for `config` on a host of `cpus` CPUs.
@@ -114,7 +116,9 @@ fn go_worker_args(config: &RunConfig, cpus: u32) -> Vec<String> {
 }
 
 /// The token set of an `adaptive` run: one token per CPU, removed when the run ends however it
-/// ends (an interrupted lab leaves it behind; the next run replaces it).
+/// ends: dropped, or by the lab's signal thread (it is created under the registry's lock of
+/// `cgroup.rs`, and none after a signal). Only a lab killed by SIGKILL leaves it behind; the
+/// next run replaces it, and `lab clean` removes it while no lab runs.
 struct LabTokens(Option<cotenant::tokens::HostTokens>);
 
 /// The name of the lab's token set (`lab clean` removes it too).
@@ -122,6 +126,10 @@ pub const LAB_TOKENS: &str = "cotenant-lab";
 
 impl LabTokens {
     fn create(cpus: u32) -> anyhow::Result<LabTokens> {
+        super::cgroup::create_token_set(LAB_TOKENS, || LabTokens::create_now(cpus))
+    }
+
+    fn create_now(cpus: u32) -> anyhow::Result<LabTokens> {
         use cotenant::tokens::HostTokens;
         let open = || {
             // As an observer: the lab itself is no member, so a lone worker stays alone.
@@ -181,6 +189,10 @@ pub fn run_once(config: &RunConfig, cpus: u32, layout: Option<&Layout>) -> anyho
         "--seed".to_owned(),
         config.repeat.to_string(),
     ];
+    let mut args = args;
+    if config.chunks > 0 {
+        args.extend(["--chunks".to_owned(), config.chunks.to_string()]);
+    }
     // An `adaptive` run's processes share the lab's token set for its duration (removed when
     // it ends; the runner names it to every worker in `COTENANT_TOKENS_SET`).
     let _tokens = if config.kind == PoolKind::Adaptive { Some(LabTokens::create(cpus)?) } else { None };
@@ -509,22 +521,36 @@ impl Plan {
         let mut aggregates = Vec::new();
         let mut verdicts = Vec::new();
         let keys: Vec<Key> = self.keys().collect();
-        for (i, key) in keys.iter().enumerate() {
-            let runs =
-                (0..self.repeats).map(|repeat| run(key, repeat)).collect::<anyhow::Result<Vec<_>>>()?;
-            aggregates.push(aggregate(*key, &runs));
-            let last_pool = keys.get(i + 1).is_none_or(|next| {
-                (next.setting, next.load, next.processes) != (key.setting, key.load, key.processes)
-            });
-            if last_pool {
-                let (setting, load, processes) = (key.setting, key.load, key.processes);
-                if let Some(v) = verdict(&aggregates, setting, load, processes)
-                    .or_else(|| go_verdict(&aggregates, setting, load, processes))
-                {
-                    verdicts.push(v);
+        // The pools compared in one verdict (same setting, load and P) run their repeats in
+        // turn (repeat 1 of every pool, then repeat 2, ...), so that a slow phase of the host
+        // falls on every pool alike rather than on the pool whose block it hits.
+        for group in
+            keys.chunk_by(|a, b| (a.setting, a.load, a.processes) == (b.setting, b.load, b.processes))
+        {
+            let mut runs: Vec<Vec<RunFigures>> = group.iter().map(|_| Vec::new()).collect();
+            for repeat in 0..self.repeats {
+                for (key, key_runs) in group.iter().zip(&mut runs) {
+                    match run(key, repeat) {
+                        Ok(figures) => key_runs.push(figures),
+                        // A failed run (a worker hung or crashed) is recorded by `run`; the
+                        // configuration's other runs, and the plan, go on.
+                        Err(e) if super::runner::failed_run(&e).is_some() => {}
+                        Err(e) => return Err(e),
+                    }
                 }
-                verdicts.extend(verdict_of(PoolKind::Plain, &aggregates, setting, load, processes));
             }
+            for (key, key_runs) in group.iter().zip(&runs) {
+                if !key_runs.is_empty() {
+                    aggregates.push(aggregate(*key, key_runs));
+                }
+            }
+            let (setting, load, processes) = (group[0].setting, group[0].load, group[0].processes);
+            if let Some(v) = verdict(&aggregates, setting, load, processes)
+                .or_else(|| go_verdict(&aggregates, setting, load, processes))
+            {
+                verdicts.push(v);
+            }
+            verdicts.extend(verdict_of(PoolKind::Plain, &aggregates, setting, load, processes));
         }
         Ok((aggregates, verdicts))
     }
@@ -683,6 +709,14 @@ fn calibrate_go(program: &std::path::Path, service_ms: f64) -> anyhow::Result<u3
 /// Runs `plan` and reduces it to an [`Outcome`] with tables, charts and verdicts.
 pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::Result<Outcome> {
     let mut outcome = Outcome::default();
+    // Every Rust process of every run does the same work: items sized once, here, rather than
+    // by each process's own calibration, which moves by over 10 % from run to run and would
+    // move the throughputs with it (issue 33's 150 % line was read through that noise).
+    let chunks = if plan.pools.iter().any(|&(kind, _)| !is_go(kind)) {
+        super::workload::calibrate_fastest(Duration::from_secs_f64(args.service_ms / 1000.0))
+    } else {
+        0
+    };
     let (aggregates, verdicts) = plan.execute(|key, repeat| {
         let &Key { setting, load, processes, kind, share_factor } = key;
         let config = RunConfig {
@@ -696,6 +730,7 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
             repeat,
             go_items: args.go_items,
             go_chunks: plan.go_chunks,
+            chunks,
         };
         let busy_before = lab.quiet_check();
         eprintln!(
@@ -706,8 +741,6 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
             repeat + 1,
             plan.repeats
         );
-        let reports = run_once(&config, lab.host.cpus, lab.layout.as_ref().ok())?;
-        let figures = figures(&reports);
         let mut row = serde_json::Map::new();
         row.insert("setting".into(), setting.name().into());
         row.insert("load".into(), load.into());
@@ -716,9 +749,37 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
         row.insert("repeat".into(), repeat.into());
         row.insert("seconds".into(), plan.seconds.into());
         row.insert("service_ms".into(), args.service_ms.into());
+        let reports = match run_once(&config, lab.host.cpus, lab.layout.as_ref().ok()) {
+            Ok(reports) => reports,
+            Err(e) => {
+                // A failed run gets its row, and `execute` goes on without it; any other error
+                // ends the experiment.
+                if let Some(why) = super::runner::failed_run(&e) {
+                    eprintln!("lab {title}: the run failed and is recorded as such: {why}");
+                    outcome.rows.push(super::failed_row(row, &why));
+                }
+                return Err(e);
+            }
+        };
+        let figures = figures(&reports);
         if is_go(kind) {
             row.insert("go_items".into(), serde_json::to_value(args.go_items)?);
             row.insert("go_chunks".into(), plan.go_chunks.into());
+        } else {
+            row.insert("chunks".into(), chunks.into());
+            // The CPUs the processes used over the run (all their threads): whether a slow run
+            // left CPUs idle or spent them on something else.
+            let used_ns: u64 = reports.iter().map(|r| r.process_cpu_ns).sum();
+            let wall_ns = reports.iter().map(|r| r.wall_ns).max().unwrap_or(0);
+            if wall_ns > 0 {
+                row.insert("cpus_used".into(), (used_ns as f64 / wall_ns as f64).into());
+            }
+            // CPU time per completed item, pool workers only: what the same work cost.
+            let completed: usize = reports.iter().map(|r| r.summary.completed).sum();
+            let workers_ns: u64 = reports.iter().map(|r| r.workers_cpu_ns).sum();
+            if completed > 0 && workers_ns > 0 {
+                row.insert("cpu_us_per_item".into(), (workers_ns as f64 / completed as f64 / 1000.0).into());
+            }
         }
         row.insert("host_busy_cpus_before".into(), busy_before.into());
         row.insert("service_p99_us".into(), figures.service_p99_us.into());
@@ -915,6 +976,7 @@ mod tests {
             repeat: 2,
             go_items,
             go_chunks: 0,
+            chunks: 0,
         };
         let common = "--processes 2 --fair-cpus 1 --load 1.5 --service-ms 5 --duration-ms 5000 --seed 2";
         let joined = |kind, items| go_worker_args(&config(kind, items), 2).join(" ");

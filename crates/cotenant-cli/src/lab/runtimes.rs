@@ -7,6 +7,14 @@
 //! Node). Rust std, num_cpus and cotenant are probed by this binary's hidden `lab-probe` mode.
 //! A missing toolchain fills its column with "not installed"; it is not an error.
 //!
+//! The lab runs the probes as root, so that directory is one only the invoking user can write:
+//! `<cache>/cotenant/lab-probes`, where `<cache>` is `$XDG_CACHE_HOME` or `~/.cache` (checked,
+//! and made where missing, by [`crate::private_dir::cache_dir`]; a fresh `mkdtemp` folder
+//! without either). The sources are written with [`crate::private_dir::write_file`], which
+//! replaces a symbolic link rather than writing through it; the compilers write their outputs
+//! into the same folder. Go's build cache and settings are kept as safe as the worker's
+//! ([`super::gobuild::confine_go`]).
+//!
 //! A second table runs the same probes through `cotenant run` (issue 5), and the C, C++ and
 //! Python ones through `cotenant run --preload`, to show which runtimes the environment
 //! variables (or the shim) correct.
@@ -21,6 +29,21 @@ use anyhow::Context as _;
 
 use super::cgroup::{Cgroup, Layout, LAB_PREFIX};
 use super::Outcome;
+use crate::private_dir;
+
+/// The probes' folder in the user's cache directory (see [`private_dir::cache_dir`]).
+const PROBES_DIR: &str = "lab-probes";
+/// The mode of the probe sources written (their folder is private).
+const SOURCE_MODE: u32 = 0o644;
+/// The probe sources, as (file name, text).
+const SOURCES: [(&str, &str); 6] = [
+    ("probe.go", include_str!("../../lab-probes/probe.go")),
+    ("Probe.java", include_str!("../../lab-probes/Probe.java")),
+    ("probe.py", include_str!("../../lab-probes/probe.py")),
+    ("probe.js", include_str!("../../lab-probes/probe.js")),
+    ("probe.cpp", include_str!("../../lab-probes/probe.cpp")),
+    ("probe-omp.c", include_str!("../../lab-probes/probe-omp.c")),
+];
 
 /// The runtimes in table order (cotenant first).
 pub const RUNTIMES: [&str; 11] =
@@ -143,36 +166,31 @@ fn run_tool(command: &mut Command, what: &str) -> Result<String, String> {
     }
 }
 
-/// Writes the probe sources to `dir` and builds what needs building.
-fn prepare(dir: &Path) -> anyhow::Result<Vec<Probe>> {
-    let sources = [
-        ("probe.go", include_str!("../../lab-probes/probe.go")),
-        ("Probe.java", include_str!("../../lab-probes/Probe.java")),
-        ("probe.py", include_str!("../../lab-probes/probe.py")),
-        ("probe.js", include_str!("../../lab-probes/probe.js")),
-        ("probe.cpp", include_str!("../../lab-probes/probe.cpp")),
-        ("probe-omp.c", include_str!("../../lab-probes/probe-omp.c")),
-    ];
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for (name, text) in sources {
-        let path = dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+/// Writes the probe sources into `dir`, a private folder (from [`private_dir::cache_dir`]),
+/// replacing whatever is at their names, a symbolic link included.
+fn write_sources(dir: &Path) -> anyhow::Result<()> {
+    for (name, text) in SOURCES {
+        private_dir::write_file(&dir.join(name), text.as_bytes(), SOURCE_MODE)?;
     }
+    Ok(())
+}
+
+/// Writes the probe sources to `dir` (a private folder: see the module doc) and builds what
+/// needs building.
+fn prepare(dir: &Path) -> anyhow::Result<Vec<Probe>> {
+    write_sources(dir)?;
     let go = {
-        let mut c = Command::new("go");
-        c.args(["build", "-o", "probe-go", "probe.go"]).current_dir(dir).env("GOTOOLCHAIN", "local");
-        if std::env::var_os("GOCACHE").is_none() && std::env::var_os("HOME").is_none() {
-            c.env("GOCACHE", dir.join("gocache"));
-        }
+        let go_build = |program: &str| {
+            let mut c = Command::new(program);
+            c.args(["build", "-o", "probe-go", "probe.go"]).current_dir(dir);
+            super::gobuild::confine_go(&mut c, dir);
+            run_tool(&mut c, "go build")
+        };
         // Also look where Go installs itself when it is not on the PATH.
-        run_tool(&mut c, "go build")
+        go_build("go")
             .or_else(|e| {
                 if e == "not installed" && Path::new("/usr/local/go/bin/go").exists() {
-                    let mut c2 = Command::new("/usr/local/go/bin/go");
-                    c2.args(["build", "-o", "probe-go", "probe.go"])
-                        .current_dir(dir)
-                        .env("GOTOOLCHAIN", "local");
-                    run_tool(&mut c2, "go build")
+                    go_build("/usr/local/go/bin/go")
                 } else {
                     Err(e)
                 }
@@ -352,8 +370,7 @@ pub fn verdict(cells: &[Cell], columns: &[&str]) -> String {
 pub fn run(args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
     let _ = args;
     let layout = super::cgroup::layout();
-    // SAFETY: getuid has no preconditions.
-    let dir = std::env::temp_dir().join(format!("cotenant-lab-probes-{}", unsafe { libc::getuid() }));
+    let dir = private_dir::cache_dir(PROBES_DIR).context("choosing a private folder for the probes")?;
     let probes = prepare(&dir)?;
     let exe = std::env::current_exe().context("locating the cotenant binary")?;
     let cpus = cotenant::cpus::detect().context("detecting this host's CPUs")?.allowed_cpus();
@@ -405,7 +422,9 @@ pub fn run(args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
         }
         // The same probes started by `cotenant run` (and `--preload` for the C library readers).
         let via_run = |preload: bool, program: &Path, pargs: &[String]| -> Vec<String> {
-            let mut args = vec!["run".to_owned()];
+            // --strict: a count that cannot be determined fails the probe rather than running it
+            // unchanged and recording that as "via cotenant run".
+            let mut args = vec!["run".to_owned(), "--strict".to_owned()];
             if preload {
                 args.push("--preload".into());
             }
@@ -490,6 +509,24 @@ mod tests {
         );
         assert_eq!(correct(Scenario::Quota(3.0), 8, 8), 3);
         assert_eq!(correct(Scenario::Quota(3.0), 8, 2), 2, "capped by the lab's own limit");
+    }
+
+    #[test]
+    fn probe_sources_replace_a_planted_symlink() {
+        use std::os::unix::fs::symlink;
+        let dir = private_dir::fresh_temp("cotenant-test-runtimes").unwrap();
+        let outside = private_dir::fresh_temp("cotenant-test-runtimes-outside").unwrap();
+        let victim = outside.join("victim");
+        std::fs::write(&victim, "root-owned data").unwrap();
+        symlink(&victim, dir.join("probe.cpp")).unwrap();
+        write_sources(&dir).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root-owned data", "written through");
+        assert!(std::fs::symlink_metadata(dir.join("probe.cpp")).unwrap().file_type().is_file());
+        for (name, text) in SOURCES {
+            assert_eq!(std::fs::read_to_string(dir.join(name)).unwrap(), text, "{name}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
     }
 
     #[test]

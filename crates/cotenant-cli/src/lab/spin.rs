@@ -423,11 +423,19 @@ fn set_nice(nice: i32) -> std::io::Result<()> {
 }
 
 fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
+    // A cpu_set_t holds 1024 CPUs: a CPU beyond is an error here, never silently dropped (the
+    // experiment would run on other CPUs than it says).
+    if let Some(&cpu) = cpus.iter().find(|&&cpu| cpu >= libc::CPU_SETSIZE as usize) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            format!("CPU {cpu}: the lab pins to CPUs below {} only", libc::CPU_SETSIZE),
+        ));
+    }
     // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it for the indices below
-    // CPU_SETSIZE kept here (a cpu_set_t holds no more); sched_setaffinity reads it.
+    // CPU_SETSIZE (checked above); sched_setaffinity reads it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &cpu in cpus.iter().filter(|&&cpu| cpu < libc::CPU_SETSIZE as usize) {
+        for &cpu in cpus {
             libc::CPU_SET(cpu, &mut set);
         }
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {

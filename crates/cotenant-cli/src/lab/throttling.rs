@@ -114,14 +114,13 @@ fn read_cpu_stat(dir: &Path) -> anyhow::Result<CpuStat> {
     parse_cpu_stat(&text).with_context(|| format!("parsing {}", path.display()))
 }
 
-/// The burst file of this layout's cgroups, if the kernel has one (Linux 5.14+).
-fn burst_file(layout: &Layout, dir: &Path) -> Option<std::path::PathBuf> {
+/// The name of this layout's burst file, if the kernel has one in `dir` (Linux 5.14+).
+fn burst_file(layout: &Layout, dir: &Path) -> Option<&'static str> {
     let name = match layout {
         Layout::V1 { .. } => "cpu.cfs_burst_us",
         Layout::V2 { .. } => "cpu.max.burst",
     };
-    let path = dir.join(name);
-    path.exists().then_some(path)
+    dir.join(name).exists().then_some(name)
 }
 
 /// How a rewrite scenario touches the cgroup during the run.
@@ -172,10 +171,12 @@ fn run_in_cgroup(
         .with_context(|| format!("setting the quota of {}", dir.display()))?;
     if limit.burst {
         // Checked in the new cgroup: a v2 root has no cpu.max.burst even where children do.
-        let (Some(file), Some(q)) = (burst_file(layout, &dir), quota_us) else {
+        let (Some(name), Some(q)) = (burst_file(layout, &dir), quota_us) else {
             return Ok(None);
         };
-        std::fs::write(&file, q.to_string()).with_context(|| format!("writing {}", file.display()))?;
+        // Only on a cgroup file system, never through a symbolic link (issue 34).
+        crate::cgroupfs::write_control(&dir, name, &q.to_string())
+            .with_context(|| format!("setting the burst of {}", dir.display()))?;
     }
     let spec = WorkerSpec::lab_worker(worker_args, Some(&cg))?;
     let start_at = SystemTime::now() + START_DELAY;

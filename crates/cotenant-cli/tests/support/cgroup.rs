@@ -6,6 +6,10 @@ mod shared;
 
 use std::io::{self, Write};
 
+/// The kernel's error number behind a cgroup error (`cgroupfs` wraps it in a message naming
+/// the file, where `io::Error::raw_os_error` cannot see it).
+#[allow(unused_imports)] // used by some of the test crates that include this module
+pub use shared::cgroupfs::os_error;
 pub use shared::{layout, Cgroup as TestCgroup, Layout};
 
 /// The prefix of every cgroup the tests create.
