@@ -12,7 +12,9 @@
 //! folder and what is wrong with it (nothing is ever chmod-ed or chown-ed). Where `<cache>`
 //! fails step 1 (or there is no `<cache>`), the folder is a fresh one from `mkdtemp`
 //! ([`fresh_temp`]) for this run only, and [`cache_dir`] says why on stderr; a folder that
-//! fails step 2 is an error.
+//! fails step 2 is an error. That fresh folder is made and recorded through the lab's registry
+//! (`lab/cgroup.rs`), which removes it when the lab ends, on a signal too: one new folder in
+//! the temporary directory per lab run would otherwise pile up.
 //!
 //! 1. `<cache>` and every folder above it (after resolving symbolic links once, with
 //!    `canonicalize`): owned by this user or by root, the only users who can rename what is
@@ -60,7 +62,9 @@ const TEMP_NAME_ATTEMPTS: u32 = 16;
 /// `$XDG_CACHE_HOME` or `$HOME`, or where the cache directory fails step 1 (another user's
 /// `$HOME` kept by `sudo -E`, a CI container's `$HOME` owned by the runner's user), a fresh
 /// temporary one for this run (see [`fresh_temp`]), saying why on stderr. A folder below it
-/// that fails step 2 is an error: no other user could have made it.
+/// that fails step 2 is an error: no other user could have made it. The temporary folder is
+/// removed when the lab run ends (`lab::cgroup::RemoveTempFolders`, or the signal thread); it is
+/// refused once a signal is stopping the lab.
 pub fn cache_dir(name: &str) -> anyhow::Result<PathBuf> {
     cache_dir_from(user_cache(), name)
 }
@@ -68,7 +72,7 @@ pub fn cache_dir(name: &str) -> anyhow::Result<PathBuf> {
 /// [`cache_dir`] with the user's cache directory given (`None`: there is none).
 fn cache_dir_from(cache: Option<PathBuf>, name: &str) -> anyhow::Result<PathBuf> {
     check_one_component(name)?;
-    let fallback = || fresh_temp(&format!("{APP_DIR}-{name}"));
+    let fallback = || crate::lab::cgroup::create_temp_folder(|| fresh_temp(&format!("{APP_DIR}-{name}")));
     let Some(cache) = cache else { return fallback() };
     let cache = match trusted_cache_root(&cache) {
         Ok(resolved) => resolved,
@@ -548,6 +552,20 @@ mod tests {
         // A trusted one is used, and kept.
         let dir = cache_dir_from(Some(root.0.join("ok")), "lab-go").unwrap();
         assert_eq!(dir, root.0.join("ok").join("cotenant").join("lab-go"));
+    }
+
+    #[test]
+    fn only_a_fallback_folder_is_recorded_for_removal_when_the_lab_ends() {
+        const TEST: &str = "only_a_fallback_folder_is_recorded_for_removal_when_the_lab_ends";
+        // Checked, not removed, here: removing every recorded folder would race with the other
+        // tests that make one.
+        let recorded = |dir: &Path| crate::lab::cgroup::recorded_temp_folders().contains(&dir.to_path_buf());
+        let fallback = cache_dir_from(None, "lab-test-recorded").unwrap();
+        assert!(recorded(&fallback), "{} would be left behind", fallback.display());
+        fs::remove_dir(&fallback).unwrap();
+        let Some(root) = TempRoot::new(TEST) else { return };
+        let kept = cache_dir_from(Some(root.0.join("cache")), "lab-test-recorded").unwrap();
+        assert!(!recorded(&kept), "{} is a cache kept between runs", kept.display());
     }
 
     #[test]

@@ -31,6 +31,20 @@ const DEADLINE_ENV: &str = "COTENANT_LAB_WORKER_DEADLINE_S";
 /// running then has hung.
 const LAB_HUNG: Duration = Duration::from_secs(240);
 
+/// A new folder only this user can use (`mkdtemp`, mode 0700) for a lab's `--out`: a fixed
+/// name in the shared temporary folder could be made first by someone else.
+fn private_out(tag: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt as _;
+    let template = std::env::temp_dir().join(format!("cotenant-lab-test-{tag}-XXXXXX"));
+    let mut bytes = template.into_os_string().into_vec();
+    bytes.push(0);
+    // SAFETY: a NUL-terminated, writable template that mkdtemp fills in place.
+    let made = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) };
+    assert!(!made.is_null(), "mkdtemp: {}", std::io::Error::last_os_error());
+    bytes.pop();
+    PathBuf::from(std::ffi::OsString::from_vec(bytes))
+}
+
 fn cotenant() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cotenant"))
 }
@@ -67,7 +81,7 @@ fn cgroups_named(layout: &Layout, prefix: &str) -> Vec<PathBuf> {
 /// experiment must produce; returns the parsed results.json.
 fn smoke(experiment: &str, extra: &[&str]) -> Value {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let out = std::env::temp_dir().join(format!("cotenant-lab-test-{}-{experiment}", std::process::id()));
+    let out = private_out(experiment);
     let output = cotenant()
         .args(["lab", experiment, "--quick", "--json", "--out"])
         .arg(&out)
@@ -592,7 +606,7 @@ fn sigterm_in_the_middle_of_burst_leaves_nothing() {
 /// ARGS` with `env`; returns its status, stderr and results.json, and checks it left nothing.
 fn neighbours_with(env: &[(&str, &str)], args: &[&str]) -> (ExitStatus, String, Value) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let out = std::env::temp_dir().join(format!("cotenant-lab-test-{}-faults", std::process::id()));
+    let out = private_out("faults");
     let mut command = cotenant();
     command
         .args(["lab", "neighbours", "--quick", "--pools", "ignorant", "--setting", "one-cgroup"])
@@ -644,7 +658,7 @@ fn a_worker_flooding_its_stderr_does_not_stop_the_lab() {
 #[test]
 fn an_interrupted_run_keeps_its_rows_and_says_so() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let out = std::env::temp_dir().join(format!("cotenant-lab-test-{}-partial", std::process::id()));
+    let out = private_out("partial");
     let dir = out.join("neighbours");
     let results = dir.join("results.json");
     // 100 runs of 1 s (about 2 minutes): stopped as soon as the first row is kept.

@@ -59,6 +59,9 @@ pub fn run(args: &LabArgs) -> anyhow::Result<ExitCode> {
     // recorded before any of them can create it, removed when the lab ends however it ends.
     lab::cgroup::record_token_set(lab::neighbours::LAB_TOKENS)?;
     let _lab_set = LabSetCleanup;
+    // The temporary build folders (`private_dir::cache_dir`'s fallback) go when the run ends,
+    // however it ends.
+    let _temp_folders = lab::cgroup::RemoveTempFolders;
     let lab = Lab::new()?;
     let experiments: Vec<Experiment> =
         if args.experiment == Experiment::All { ALL.to_vec() } else { vec![args.experiment] };

@@ -8,7 +8,9 @@
 //!
 //! **Stopping on a signal.** Everything the lab makes that must not outlive it is made through
 //! this module and recorded in one registry: its cgroups, its children (started by
-//! `runner.rs`), and the names of the host token sets it or its children may create.
+//! `runner.rs`), the names of the host token sets it or its children may create, and the
+//! folders made for one run only (the `mkdtemp` build folder `private_dir::cache_dir` falls back
+//! to, removed at the end of the run by [`RemoveTempFolders`]).
 //!
 //! 1. [`install_signal_cleanup`] runs before the lab creates anything (`cmd/lab.rs`; tests get
 //!    it with their first cgroup): SIGINT, SIGTERM, SIGHUP (a closed SSH session) and SIGQUIT
@@ -21,8 +23,9 @@
 //! 4. On a signal the thread takes the lock for good (nothing is created from then on), kills
 //!    every child's process group and reaps it, removes every cgroup (killing whatever is still
 //!    inside), then removes the token sets, now that no process of ours can recreate them
-//!    (one whose members are still counted is another lab's and is kept), and exits as the
-//!    signal would have (SIGQUIT: exit status 131, without the core dump).
+//!    (one whose members are still counted is another lab's and is kept), and the temporary
+//!    folders, now that no child builds or runs in them, and exits as the signal would have
+//!    (SIGQUIT: exit status 131, without the core dump).
 //!
 //! Shared with the integration tests through `#[path]` (the CLI has no library target), so it
 //! depends only on `cotenant`, `libc`, `signal-hook` and `cgroupfs.rs` (included by path here
@@ -58,10 +61,16 @@ struct Registry {
     children: Vec<u32>,
     /// Names of the host token sets the lab or its children may create.
     token_sets: Vec<String>,
+    /// Folders made for this run only, removed whole when it ends.
+    temp_folders: Vec<PathBuf>,
 }
 
-static REGISTRY: Mutex<Registry> =
-    Mutex::new(Registry { cgroups: Vec::new(), children: Vec::new(), token_sets: Vec::new() });
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    cgroups: Vec::new(),
+    children: Vec::new(),
+    token_sets: Vec::new(),
+    temp_folders: Vec::new(),
+});
 
 /// Set by the signal thread, under the registry's lock: nothing may be created any more.
 static STOPPING: AtomicBool = AtomicBool::new(false);
@@ -116,6 +125,53 @@ pub fn create_token_set<T, E: From<io::Error>>(
 fn add_token_set(registry: &mut Registry, name: &str) {
     if !registry.token_sets.iter().any(|n| n == name) {
         registry.token_sets.push(name.to_owned());
+    }
+}
+
+/// Creates a folder for this run only with `create` (which returns its path) under the
+/// registry's lock, and records it: removed whole when the run ends ([`RemoveTempFolders`]) or
+/// on a signal; refused once the lab is stopping.
+pub fn create_temp_folder<E: From<io::Error>>(
+    create: impl FnOnce() -> Result<PathBuf, E>,
+) -> Result<PathBuf, E> {
+    create_recorded(create, |registry, dir| registry.temp_folders.push(dir.clone()))
+}
+
+/// Removes every folder recorded by [`create_temp_folder`], whole, and unrecords it; under the
+/// registry's lock (a signal meanwhile waits, then finds none left).
+pub fn remove_temp_folders() {
+    let mut registry = registry();
+    for dir in std::mem::take(&mut registry.temp_folders) {
+        remove_folder(&dir);
+    }
+}
+
+/// Calls [`remove_temp_folders`] when dropped: a lab run holds one from its start
+/// (`cmd/lab.rs`), so that its temporary folders go however it ends (an error, a panic; on a
+/// signal the signal thread removes them).
+pub struct RemoveTempFolders;
+
+impl Drop for RemoveTempFolders {
+    fn drop(&mut self) {
+        remove_temp_folders();
+    }
+}
+
+/// The folders recorded by [`create_temp_folder`] and not removed yet.
+#[cfg(test)]
+pub fn recorded_temp_folders() -> Vec<PathBuf> {
+    registry().temp_folders.clone()
+}
+
+/// Removes a folder of ours and everything in it (never following a symbolic link inside);
+/// one already gone is no error.
+fn remove_folder(dir: &Path) {
+    match fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "cotenant: could not remove {}: {e}", dir.display());
+        }
     }
 }
 
@@ -472,12 +528,19 @@ fn stop(signal: i32) -> ! {
             }
         }
     }
+    // Last: a killed child may have been building in one.
+    let temp_folders = std::mem::take(&mut registry.temp_folders);
+    for dir in &temp_folders {
+        remove_folder(dir);
+    }
     let name = signal_hook::low_level::signal_name(signal).unwrap_or("a signal");
     let _ = writeln!(
         io::stderr(),
-        "cotenant: stopped by {name}: killed {} children, removed {} cgroups and {sets_removed} token sets",
+        "cotenant: stopped by {name}: killed {} children, removed {} cgroups, {sets_removed} token sets \
+         and {} temporary folders",
         children.len(),
-        cgroups.len()
+        cgroups.len(),
+        temp_folders.len()
     );
     if signal != libc::SIGQUIT {
         // The default action, raised again: the parent sees the lab killed by the signal (a

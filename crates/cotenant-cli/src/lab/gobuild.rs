@@ -9,7 +9,9 @@
 //! without either), kept between runs so that unchanged sources are not rebuilt. Every source
 //! is written with [`private_dir::write_file`], which replaces a symbolic link rather than
 //! writing through it. Go's own build cache and settings stay where Go keeps them where those
-//! are safe too, and move into the build folder where not ([`confine_go`]).
+//! are safe too, and move into the build folder where not ([`confine_go`]). `go build` is a
+//! child of the lab like any other (`runner::run_bounded_output`): killed on a signal, and
+//! after [`BUILD_DEADLINE`], which makes the build fail.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,6 +19,7 @@ use std::sync::OnceLock;
 
 use anyhow::Context as _;
 
+use super::runner::{run_bounded_output, BUILD_DEADLINE};
 use crate::private_dir;
 
 const MAIN_GO: &str = include_str!("../../lab-probes/goworker/main.go");
@@ -105,13 +108,11 @@ fn build() -> GoWorker {
     // Never reach for the network (module or toolchain downloads).
     command.env("GOFLAGS", "-mod=mod").env("GOPROXY", "off");
     confine_go(&mut command, &dir);
-    match command.output() {
+    match run_bounded_output(&mut command, BUILD_DEADLINE) {
         Ok(out) if out.status.success() => GoWorker::Ready(binary),
-        Ok(out) => {
-            let err = String::from_utf8_lossy(&out.stderr);
-            GoWorker::BuildFailed(err.lines().take(3).collect::<Vec<_>>().join(" / "))
-        }
-        Err(e) => GoWorker::BuildFailed(format!("running {}: {e}", go.display())),
+        Ok(out) => GoWorker::BuildFailed(out.stderr.lines().take(3).collect::<Vec<_>>().join(" / ")),
+        // Not started, or killed at the deadline: the error names go and the deadline.
+        Err(e) => GoWorker::BuildFailed(format!("{e:#}")),
     }
 }
 

@@ -685,14 +685,15 @@ const GO_CALIBRATIONS: usize = 3;
 
 /// The chunks of a `service_ms` item for the Go worker at `program`: the median of
 /// [`GO_CALIBRATIONS`] calibrations, each in a fresh process (Go's cost per chunk varies
-/// between processes).
+/// between processes). Each is a child of the lab (killed on a signal) with a deadline of
+/// [`super::runner::PROBE_DEADLINE`]: a calibration that hangs ends the experiment with an error.
 fn calibrate_go(program: &std::path::Path, service_ms: f64) -> anyhow::Result<u32> {
+    use super::runner::{run_bounded_output, PROBE_DEADLINE};
     let mut found = Vec::new();
     for _ in 0..GO_CALIBRATIONS {
-        let output = std::process::Command::new(program)
-            .args(["--calibrate", "--service-ms", &service_ms.to_string()])
-            .output()
-            .with_context(|| format!("running {}", program.display()))?;
+        let mut command = std::process::Command::new(program);
+        command.args(["--calibrate", "--service-ms", &service_ms.to_string()]);
+        let output = run_bounded_output(&mut command, PROBE_DEADLINE).context("calibrating the Go worker")?;
         let text = String::from_utf8_lossy(&output.stdout);
         let chunks = serde_json::from_str::<serde_json::Value>(text.trim())
             .ok()

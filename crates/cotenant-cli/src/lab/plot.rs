@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use anyhow::anyhow;
+use anyhow::{anyhow, Context as _};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -40,16 +40,37 @@ fn font() -> anyhow::Result<()> {
         .map_err(|e| anyhow!(e))
 }
 
-/// Writes `dir/<file_stem>.svg` and `.png`; returns their paths.
+/// Writes `dir/<file_stem>.svg` and `.png`; returns their paths. plotters writes to a path
+/// as given (through a symbolic link planted at the name), so each chart is drawn in a fresh
+/// private folder and copied to `dir` with `private_dir::write_file` (a new file renamed over
+/// the name, never written through a link).
 pub fn render(chart: &Chart, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     font()?;
-    let svg = dir.join(format!("{}.svg", chart.file_stem));
-    let png = dir.join(format!("{}.png", chart.file_stem));
-    draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), chart)
-        .map_err(|e| anyhow!("drawing {}: {e}", svg.display()))?;
-    draw(BitMapBackend::new(&png, SIZE).into_drawing_area(), chart)
-        .map_err(|e| anyhow!("drawing {}: {e}", png.display()))?;
-    Ok(vec![svg, png])
+    let scratch = crate::private_dir::fresh_temp("cotenant-plot")?;
+    // The scratch folder goes however this ends.
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _remove = Remove(scratch.clone());
+    let mut written = Vec::new();
+    for extension in ["svg", "png"] {
+        let name = format!("{}.{extension}", chart.file_stem);
+        let (drawn, path) = (scratch.join(&name), dir.join(&name));
+        let result = if extension == "svg" {
+            draw(SVGBackend::new(&drawn, SIZE).into_drawing_area(), chart).map_err(|e| e.to_string())
+        } else {
+            draw(BitMapBackend::new(&drawn, SIZE).into_drawing_area(), chart).map_err(|e| e.to_string())
+        };
+        result.map_err(|e| anyhow!("drawing {}: {e}", path.display()))?;
+        let bytes =
+            std::fs::read(&drawn).with_context(|| format!("reading the drawn {}", drawn.display()))?;
+        crate::private_dir::write_file(&path, &bytes, 0o644)?;
+        written.push(path);
+    }
+    Ok(written)
 }
 
 /// The points of each series as drawn: finite, and positive (then log10) on a log axis.

@@ -12,6 +12,11 @@
 //! [`WorkerFailed`], as it does when a child fails or prints no report; the experiments record
 //! such a run as failed and go on. Children outside any cgroup also die with the lab through
 //! `PR_SET_PDEATHSIG`, set by the worker itself.
+//!
+//! The other programs the lab runs to their end (compilers, the runtimes' probes, the Go
+//! worker's calibration, `cotenant cgroup set`) go through [`run_bounded_output`]: a
+//! [`LabChild`] too, collected the same way, with a fixed limit of its kind
+//! ([`BUILD_DEADLINE`], [`PROBE_DEADLINE`], [`CGROUP_SET_DEADLINE`]) rather than a run's.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -41,6 +46,18 @@ pub const DEADLINE_GRACE_FACTOR: u32 = 2;
 const UNKNOWN_RUN_LENGTH: Duration = Duration::from_secs(600);
 /// What a child's stderr keeps (its end) for the error message of a failed run.
 pub const STDERR_KEPT: usize = 64 * 1024;
+/// What [`run_bounded_output`] keeps of a program's stderr (its end): all of it in practice,
+/// since a compiler's first error line is the one worth showing, but bounded.
+const TOOL_STDERR_KEPT: usize = 1 << 20;
+/// How long a build (`go build`, `javac`, `c++`, `cc`) may take before it is killed: a cold Go
+/// build takes about a minute on a loaded 2-CPU host; one that takes ten has hung.
+pub const BUILD_DEADLINE: Duration = Duration::from_secs(600);
+/// How long a probe, a version check or the Go worker's calibration (each a second or so of
+/// work) may take before it is killed.
+pub const PROBE_DEADLINE: Duration = Duration::from_secs(120);
+/// How long `cotenant cgroup set` (a few control files read and written) may take before it
+/// is killed.
+pub const CGROUP_SET_DEADLINE: Duration = Duration::from_secs(30);
 /// How often a child is checked for its exit while the lab waits for it.
 const EXIT_POLL: Duration = Duration::from_millis(10);
 /// How long a child killed with SIGKILL is waited for before the lab gives up on reaping it.
@@ -125,7 +142,7 @@ pub fn deadline_for(until_start: Duration, run: Duration) -> anyhow::Result<Dead
             .and_then(|s| Duration::try_from_secs_f64(s).ok())
             .with_context(|| format!("{DEADLINE_ENV}={text:?}: not a positive number of seconds"))?,
     };
-    Ok(Deadline { at: Instant::now() + limit, limit })
+    Ok(Deadline::after(limit))
 }
 
 /// When the lab stops waiting for children, and how long after their start that is (for the
@@ -134,6 +151,13 @@ pub fn deadline_for(until_start: Duration, run: Duration) -> anyhow::Result<Dead
 pub struct Deadline {
     at: Instant,
     limit: Duration,
+}
+
+impl Deadline {
+    /// `limit` from now.
+    pub fn after(limit: Duration) -> Deadline {
+        Deadline { at: Instant::now() + limit, limit }
+    }
 }
 
 /// The last `cap` bytes written to it, however many are written: what a child's stderr keeps.
@@ -275,6 +299,15 @@ enum PipeRead {
 /// pipe fails; the run then fails with [`WorkerFailed`]. The children's exit statuses are
 /// returned as they are: the caller decides what a failure means.
 pub fn collect(children: &mut [LabChild], deadline: Deadline) -> anyhow::Result<Vec<Finished>> {
+    collect_keeping(children, deadline, STDERR_KEPT)
+}
+
+/// [`collect`], keeping the last `stderr_kept` bytes of each child's stderr.
+fn collect_keeping(
+    children: &mut [LabChild],
+    deadline: Deadline,
+    stderr_kept: usize,
+) -> anyhow::Result<Vec<Finished>> {
     let (sender, reads) = mpsc::channel();
     for (i, child) in children.iter_mut().enumerate() {
         let stdout = child.child.stdout.take().context("a lab child's stdout is not piped")?;
@@ -282,7 +315,7 @@ pub fn collect(children: &mut [LabChild], deadline: Deadline) -> anyhow::Result<
         let to_lab = sender.clone();
         read_on_thread(move || to_lab.send(PipeRead::Stdout(i, read_all(stdout))))?;
         let to_lab = sender.clone();
-        read_on_thread(move || to_lab.send(PipeRead::Stderr(i, read_tail(stderr, STDERR_KEPT))))?;
+        read_on_thread(move || to_lab.send(PipeRead::Stderr(i, read_tail(stderr, stderr_kept))))?;
     }
     drop(sender);
     let mut stdouts: Vec<Option<Vec<u8>>> = children.iter().map(|_| None).collect();
@@ -323,6 +356,31 @@ pub fn collect(children: &mut [LabChild], deadline: Deadline) -> anyhow::Result<
         finished.push(Finished { status, stdout, stderr: stderr.text() });
     }
     Ok(finished)
+}
+
+/// Runs `command` to its end as a [`LabChild`] (the leader of its own process group, recorded,
+/// killed with its group on a signal), with an empty stdin and its stdout and stderr read at
+/// once, and waits for it at most `limit` (one of [`BUILD_DEADLINE`], [`PROBE_DEADLINE`],
+/// [`CGROUP_SET_DEADLINE`]): still running then, it is killed with its group. For the programs
+/// the lab runs to completion that are not workers: [`DEADLINE_ENV`] does not apply.
+///
+/// Returns its status and output as they are (the caller decides what a failure means; its
+/// stderr is the last [`TOOL_STDERR_KEPT`] bytes). Errors name the program: one that cannot
+/// be started keeps the spawn's `io::Error` as its source (`NotFound`: not installed), one
+/// killed at its deadline is a [`WorkerFailed`] that says after how long.
+pub fn run_bounded_output(command: &mut Command, limit: Duration) -> anyhow::Result<Finished> {
+    let program = command.get_program().to_string_lossy().into_owned();
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = LabChild::spawn(command).with_context(|| format!("starting {program}"))?;
+    let mut finished =
+        collect_keeping(std::slice::from_mut(&mut child), Deadline::after(limit), TOOL_STDERR_KEPT)
+            .with_context(|| format!("running {program}"))?;
+    finished.pop().with_context(|| format!("running {program}: no exit status collected"))
+}
+
+/// Whether `err` (from [`run_bounded_output`]) says its program does not exist: not installed.
+pub fn is_not_found(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::NotFound)
 }
 
 /// Starts a reader thread (not joined: it ends when its pipe does, and reports by channel).
@@ -597,6 +655,37 @@ mod tests {
             Some("tenant B: lab child pid 7 did not finish within 3 s; killed")
         );
         assert_eq!(failed_run(&anyhow::anyhow!("creating a lab cgroup")), None);
+    }
+
+    #[test]
+    fn a_program_run_to_its_end_gives_its_status_and_both_outputs() {
+        let mut sh = Command::new("sh");
+        sh.args(["-c", "printf out; printf 'first\\nsecond\\n' >&2; exit 3"]);
+        let finished = run_bounded_output(&mut sh, PROBE_DEADLINE).unwrap();
+        assert_eq!(finished.status.code(), Some(3), "a failure is returned, not an error");
+        assert_eq!(finished.stdout, b"out");
+        assert_eq!(finished.stderr, "first\nsecond\n");
+    }
+
+    #[test]
+    fn a_program_that_does_not_exist_is_not_installed_and_named() {
+        let missing = "/nonexistent/cotenant-no-such-tool";
+        let e = run_bounded_output(&mut Command::new(missing), BUILD_DEADLINE).unwrap_err();
+        assert!(is_not_found(&e), "{e:#}");
+        assert!(format!("{e:#}").starts_with(&format!("starting {missing}: ")), "{e:#}");
+        assert!(!is_not_found(&anyhow::anyhow!("c++ failed")));
+    }
+
+    #[test]
+    fn a_program_past_its_deadline_is_killed_and_named_with_the_deadline() {
+        // Never ends by itself: only the deadline can end it, however loaded the host.
+        let mut sleeper = Command::new("sleep");
+        sleeper.arg("3600");
+        let e = run_bounded_output(&mut sleeper, Duration::from_secs(1)).unwrap_err();
+        let text = format!("{e:#}");
+        assert!(text.starts_with("running sleep: lab child pid "), "{text}");
+        assert!(text.ends_with("did not finish within 1 s; killed"), "{text}");
+        assert!(failed_run(&e).is_some(), "a timed-out program is a failed run: {text}");
     }
 
     #[test]

@@ -15,6 +15,11 @@
 //! into the same folder. Go's build cache and settings are kept as safe as the worker's
 //! ([`super::gobuild::confine_go`]).
 //!
+//! Every compiler and probe is a child of the lab (`runner::run_bounded_output`): the leader of
+//! its own process group, killed with everything it started on a signal to the lab, and when
+//! its deadline passes ([`BUILD_DEADLINE`] for a build, [`PROBE_DEADLINE`] for a probe or a
+//! version check), which fails that cell, not the experiment.
+//!
 //! A second table runs the same probes through `cotenant run` (issue 5), and the C, C++ and
 //! Python ones through `cotenant run --preload`, to show which runtimes the environment
 //! variables (or the shim) correct.
@@ -22,12 +27,13 @@
 use std::fmt::Write as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitCode};
+use std::time::Duration;
 
 use anyhow::Context as _;
 
 use super::cgroup::{Cgroup, Layout, LAB_PREFIX};
+use super::runner::{is_not_found, run_bounded_output, BUILD_DEADLINE, PROBE_DEADLINE};
 use super::Outcome;
 use crate::private_dir;
 
@@ -153,16 +159,15 @@ struct Probe {
     command: Result<(PathBuf, Vec<String>), String>,
 }
 
-/// Runs `program args` (optional output, with a status) and returns stdout; `what` names it.
-fn run_tool(command: &mut Command, what: &str) -> Result<String, String> {
-    match command.stdin(Stdio::null()).output() {
+/// Runs a tool (a compiler, or an interpreter's `--version`) to its end within `limit` and
+/// returns its stdout; `what` names it. A program that does not exist is "not installed".
+fn run_tool(command: &mut Command, what: &str, limit: Duration) -> Result<String, String> {
+    match run_bounded_output(command, limit) {
         Ok(out) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
-        Ok(out) => Err(format!(
-            "{what} failed: {}",
-            String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("no message")
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err("not installed".into()),
-        Err(e) => Err(format!("{what}: {e}")),
+        Ok(out) => Err(format!("{what} failed: {}", out.stderr.lines().next().unwrap_or("no message"))),
+        Err(e) if is_not_found(&e) => Err("not installed".into()),
+        // Killed at its deadline, or not started: the error names the program (and the deadline).
+        Err(e) => Err(format!("{what}: {e:#}")),
     }
 }
 
@@ -184,7 +189,7 @@ fn prepare(dir: &Path) -> anyhow::Result<Vec<Probe>> {
             let mut c = Command::new(program);
             c.args(["build", "-o", "probe-go", "probe.go"]).current_dir(dir);
             super::gobuild::confine_go(&mut c, dir);
-            run_tool(&mut c, "go build")
+            run_tool(&mut c, "go build", BUILD_DEADLINE)
         };
         // Also look where Go installs itself when it is not on the PATH.
         go_build("go")
@@ -197,20 +202,22 @@ fn prepare(dir: &Path) -> anyhow::Result<Vec<Probe>> {
             })
             .map(|_| (dir.join("probe-go"), vec![]))
     };
-    let java = run_tool(Command::new("javac").arg("Probe.java").current_dir(dir), "javac")
+    let java = run_tool(Command::new("javac").arg("Probe.java").current_dir(dir), "javac", BUILD_DEADLINE)
         .map(|_| (PathBuf::from("java"), vec!["-cp".into(), dir.display().to_string(), "Probe".into()]));
     let cpp = run_tool(
         Command::new("c++").args(["-O1", "-pthread", "-o", "probe-cpp", "probe.cpp"]).current_dir(dir),
         "c++",
+        BUILD_DEADLINE,
     )
     .map(|_| (dir.join("probe-cpp"), vec![]));
     let openmp = run_tool(
         Command::new("cc").args(["-O1", "-fopenmp", "-o", "probe-omp", "probe-omp.c"]).current_dir(dir),
         "cc -fopenmp",
+        BUILD_DEADLINE,
     )
     .map(|_| (dir.join("probe-omp"), vec![]));
     let interpreted = |program: &str, file: &str| -> Result<(PathBuf, Vec<String>), String> {
-        run_tool(Command::new(program).arg("--version"), program)
+        run_tool(Command::new(program).arg("--version"), program, PROBE_DEADLINE)
             .map(|_| (PathBuf::from(program), vec![dir.join(file).display().to_string()]))
     };
     Ok(vec![
@@ -223,34 +230,12 @@ fn prepare(dir: &Path) -> anyhow::Result<Vec<Probe>> {
     ])
 }
 
-/// Runs a prepared command to completion within 20 s; its stdout.
+/// Runs a prepared probe to its end within [`PROBE_DEADLINE`] (killed with its process group
+/// then, in a cgroup or not); its stdout.
 fn run_bounded(mut command: Command) -> Result<String, String> {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("start: {e}"))?;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() > deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err("timed out".into());
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(format!("wait: {e}")),
-        }
-    }
-    let out = child.wait_with_output().map_err(|e| format!("output: {e}"))?;
+    let out = run_bounded_output(&mut command, PROBE_DEADLINE).map_err(|e| format!("{e:#}"))?;
     if !out.status.success() {
-        return Err(format!(
-            "failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("")
-        ));
+        return Err(format!("failed ({}): {}", out.status, out.stderr.lines().next().unwrap_or("")));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

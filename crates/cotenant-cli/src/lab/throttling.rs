@@ -28,7 +28,9 @@ use anyhow::Context as _;
 use cotenant::procfs::cgroupfs::{parse_cpu_stat, CpuStat};
 
 use super::cgroup::{Cgroup, Layout, LAB_PREFIX};
-use super::runner::{fixed_pool_args, run_workers_at, WorkerSpec, START_DELAY};
+use super::runner::{
+    fixed_pool_args, run_bounded_output, run_workers_at, WorkerSpec, CGROUP_SET_DEADLINE, START_DELAY,
+};
 use super::worker::WorkerReport;
 use super::{Lab, Outcome};
 
@@ -199,23 +201,19 @@ fn run_in_cgroup(
                         written.fetch_add(1, Ordering::Relaxed);
                     }
                     Rewrite::CgroupSet => {
-                        let out = std::process::Command::new(&exe)
-                            .args(["cgroup", "set"])
-                            .arg(&dir)
-                            .args([
-                                "--cpus",
-                                &format!("{cpus}"),
-                                "--period",
-                                &format!("{}ms", limit.period_ms),
-                                "--json",
-                            ])
-                            .output()
-                            .context("running cotenant cgroup set")?;
-                        anyhow::ensure!(
-                            out.status.success(),
-                            "cotenant cgroup set failed: {}",
-                            String::from_utf8_lossy(&out.stderr)
-                        );
+                        let mut command = std::process::Command::new(&exe);
+                        command.args(["cgroup", "set"]).arg(&dir).args([
+                            "--cpus",
+                            &format!("{cpus}"),
+                            "--period",
+                            &format!("{}ms", limit.period_ms),
+                            "--json",
+                        ]);
+                        // A child of the lab (killed on a signal) with a deadline: a write
+                        // that hangs ends the experiment with an error, not the lab's wait.
+                        let out = run_bounded_output(&mut command, CGROUP_SET_DEADLINE)
+                            .context("cotenant cgroup set")?;
+                        anyhow::ensure!(out.status.success(), "cotenant cgroup set failed: {}", out.stderr);
                         rewrites.fetch_add(1, Ordering::Relaxed);
                         let answer: serde_json::Value = serde_json::from_slice(&out.stdout)
                             .context("reading the --json output of cotenant cgroup set")?;
