@@ -342,30 +342,11 @@ pub(crate) fn write_files(
     Ok(())
 }
 
-/// `rows` as CSV: the columns are every key, in the order first seen.
-fn write_csv(path: &Path, rows: &[serde_json::Map<String, serde_json::Value>]) -> anyhow::Result<()> {
-    let mut columns: Vec<&String> = Vec::new();
-    for row in rows {
-        for key in row.keys() {
-            if !columns.contains(&key) {
-                columns.push(key);
-            }
-        }
-    }
-    // Built in memory and written by rename (`private_dir::write_file`), never through a link
-    // planted at the file's name.
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    writer.write_record(&columns)?;
-    for row in rows {
-        writer.write_record(columns.iter().map(|c| match row.get(*c) {
-            None | Some(serde_json::Value::Null) => String::new(),
-            Some(serde_json::Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-        }))?;
-    }
-    let bytes =
-        writer.into_inner().map_err(|e| anyhow::anyhow!("writing {}: {}", path.display(), e.error()))?;
-    crate::private_dir::write_file(path, &bytes, 0o644)
+/// `rows` as CSV ([`csv_text`]), written by rename (`private_dir::write_file`), never through a
+/// link planted at the file's name.
+fn write_csv(path: &Path, rows: &[lab::Row]) -> anyhow::Result<()> {
+    let text = csv_text(rows).with_context(|| format!("writing {}", path.display()))?;
+    crate::private_dir::write_file(path, text.as_bytes(), 0o644)
 }
 
 /// `lab clean`: removes `cotenant-lab-*` cgroups whose lab is gone, kills lab workers whose

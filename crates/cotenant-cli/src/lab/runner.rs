@@ -705,7 +705,7 @@ mod tests {
             worker_parent(&["/x/cotenant", "lab-worker", "--pool", "share", "--parent", "42"]),
             Some(42)
         );
-        assert_eq!(worker_parent(&["/tmp/cotenant-lab-go-0/goworker", "--parent", "7"]), Some(7));
+        assert_eq!(worker_parent(&["/root/.cache/cotenant/lab-go/goworker", "--parent", "7"]), Some(7));
         assert_eq!(worker_parent(&["/x/cotenant", "lab-tenant", "batch", "--parent", "9"]), Some(9));
         assert_eq!(worker_parent(&["/x/cotenant", "lab", "neighbours", "--parent", "42"]), None);
         assert_eq!(worker_parent(&["/x/cotenant", "lab-worker", "--parent"]), None);
