@@ -44,7 +44,7 @@ loom:
 # The Go package (go/): its own module, no dependencies; gofmt, vet and tests.
 go-test:
 	@[ -x "$(GO)" ] || { echo "go-test: SKIPPED: go not found (install Go 1.25 or later, https://go.dev/dl)"; exit 0; }
-	@unformatted="$$($(dir $(GO))gofmt -l go crates/cotenant-cli/lab-probes/goworker)"; [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }
+	@unformatted="$$($(dir $(GO))gofmt -l go crates/cotenant-lab/lab-probes/goworker)"; [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }
 	cd go && $(GOENV) $(GO) vet ./...
 	cd go && $(GOENV) $(GO) test ./...
 

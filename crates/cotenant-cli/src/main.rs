@@ -2,33 +2,14 @@
 //! `cotenant: ...`, and picks the exit code here, in one place.
 
 mod args;
-mod cgroup_set;
-// One copy of `cgroupfs.rs`: `lab/cgroup.rs` includes it by path (for the tests that share
-// that file), and the rest of the crate uses it from there.
-use lab::cgroup::cgroupfs;
 mod cmd;
-mod doctor;
-mod lab;
 mod output;
-mod private_dir;
-mod size_pid;
+
+// The engine room (doctor, cgroup writes, sizing a running process) is `cotenant-ops`; the
+// lab and the simulator's front end are `cotenant-lab`, behind the `lab` feature.
+use cotenant_ops::{cgroup_set, doctor, exit, size_pid};
 
 use std::process::ExitCode;
-
-/// Exit codes, for every subcommand.
-pub mod exit {
-    /// Success.
-    pub const OK: u8 = 0;
-    /// The command ran but could not produce its answer (e.g. no CPU count could be
-    /// determined); the reason is printed.
-    pub const FAILURE: u8 = 1;
-    /// Bad usage: unknown flag, bad value (clap's own code for usage errors).
-    pub const USAGE: u8 = 2;
-    /// `cotenant run`: the command exists but could not be executed (the shells' code).
-    pub const CANNOT_EXECUTE: u8 = 126;
-    /// `cotenant run`: the command was not found (the shells' code).
-    pub const NOT_FOUND: u8 = 127;
-}
 
 fn main() -> ExitCode {
     match run() {
@@ -53,17 +34,22 @@ fn run() -> anyhow::Result<ExitCode> {
     };
     match args.command {
         args::Command::Cpus(a) => cmd::cpus::run(&a),
-        args::Command::Lab(a) => cmd::lab::run(&a),
+        #[cfg(feature = "lab")]
+        args::Command::Lab(a) => cotenant_lab::command::run(&a),
         args::Command::Run(a) => cmd::run::run(&a),
         args::Command::Env(a) => cmd::run::env(&a),
         args::Command::Doctor(a) => cmd::doctor::run(&a),
         args::Command::Cgroup(a) => cmd::cgroup::run(&a),
         args::Command::Tokens(a) => cmd::tokens::run(&a),
         args::Command::Size(a) => cmd::size::run(&a),
-        args::Command::Sim(a) => cmd::sim::run(&a),
-        args::Command::LabWorker(a) => lab::worker::run(&a),
-        args::Command::LabProbe => lab::runtimes::probe_main(),
-        args::Command::LabTenant(a) => lab::tenants::run(&a),
+        #[cfg(feature = "lab")]
+        args::Command::Sim(a) => cotenant_lab::sim::run(&a),
+        #[cfg(feature = "lab")]
+        args::Command::LabWorker(a) => cotenant_lab::worker::run(&a),
+        #[cfg(feature = "lab")]
+        args::Command::LabProbe => cotenant_lab::runtimes::probe_main(),
+        #[cfg(feature = "lab")]
+        args::Command::LabTenant(a) => cotenant_lab::tenants::run(&a),
     }
 }
 

@@ -3,8 +3,6 @@
 pub mod cgroup;
 pub mod cpus;
 pub mod doctor;
-pub mod lab;
 pub mod run;
-pub mod sim;
 pub mod size;
 pub mod tokens;

@@ -1,15 +1,13 @@
-//! Test cgroups (`cotenant-test-<pid>-<name>`): the lab's cgroup module, shared by path.
+//! Test cgroups (`cotenant-test-<pid>-<name>`): the lab's cgroup module from `cotenant-ops`.
 
-#[allow(dead_code)] // the lab uses parts the tests do not
-#[path = "../../src/lab/cgroup.rs"]
-mod shared;
+use cotenant_ops::cgroup as shared;
 
 use std::io::{self, Write};
 
 /// The kernel's error number behind a cgroup error (`cgroupfs` wraps it in a message naming
 /// the file, where `io::Error::raw_os_error` cannot see it).
 #[allow(unused_imports)] // used by some of the test crates that include this module
-pub use shared::cgroupfs::os_error;
+pub use cotenant_ops::cgroupfs::os_error;
 pub use shared::{layout, Cgroup as TestCgroup, Layout};
 
 /// The prefix of every cgroup the tests create.

@@ -1,0 +1,308 @@
+//! One process of a lab experiment (`cotenant lab-worker`, hidden): builds the pool kind it is
+//! told to, waits for the common start instant, serves its open-loop schedule and prints one
+//! JSON line ([`WorkerReport`]) on stdout.
+//!
+//! It never outlives the lab: it asks the kernel for SIGKILL when its parent dies
+//! (`PR_SET_PDEATHSIG`), and checks that the parent is still the one it was given.
+
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+
+use super::workload::{self, thread_cpu_ns, Calibration, Summary};
+use crate::args::{LabWorkerArgs, PoolKind};
+
+/// What a worker prints.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WorkerReport {
+    /// The worker's pid.
+    pub pid: u32,
+    /// Items per second it was offered.
+    pub rate_per_s: f64,
+    /// Its pool's threads and final target.
+    pub threads: usize,
+    /// Target at the end of the run.
+    pub final_target: usize,
+    /// Controller decisions during the run.
+    pub decisions: u64,
+    /// Workers woken beyond the target onto an idle CPU (borrowing; absent in old reports).
+    #[serde(default)]
+    pub borrows: u64,
+    /// With host tokens: tasks run without a token because none came in time, and tokens
+    /// the controller took back from tasks blocked while holding one (absent in old reports
+    /// and in the Go worker's).
+    #[serde(default)]
+    pub token_timeouts: u64,
+    #[serde(default)]
+    pub token_takebacks: u64,
+    /// Host tokens taken (0 for a pool that never engaged its tokens; absent in old reports).
+    #[serde(default)]
+    pub token_takes: u64,
+    /// Chunks per item and measured chunk time.
+    pub chunks: u32,
+    /// Nanoseconds of one chunk.
+    pub chunk_ns: f64,
+    /// Items ran to an exact CPU time (`--exact-cpu`; `chunks` and `chunk_ns` are then 0).
+    #[serde(default)]
+    pub exact_cpu: bool,
+    /// Latency and throughput.
+    pub summary: SummaryRow,
+    /// Every `--series-ms`: the process's CPU time and the pool's target (absent in the Go
+    /// worker's report).
+    #[serde(default)]
+    pub series: Vec<SeriesPoint>,
+    /// With `--items`: every item's `[intended, started, ended]`, ns from the common start.
+    #[serde(default)]
+    pub items: Vec<[u64; 3]>,
+    /// CPU time of the whole process during the run (ns; absent in the Go worker's report).
+    #[serde(default)]
+    pub process_cpu_ns: u64,
+    /// CPU time of the pool's workers during the run: the process's minus the main thread's
+    /// (ns; with `--series-ms` it includes the sampler thread too).
+    #[serde(default)]
+    pub workers_cpu_ns: u64,
+    /// Wall time of the run (ns).
+    #[serde(default)]
+    pub wall_ns: u64,
+    /// With `--cpu-budget`: the budget's counters over the run (from the common start).
+    #[serde(default)]
+    pub budget: Option<BudgetRow>,
+}
+
+/// [`cotenant::BudgetMetrics`] in a form that (de)serialises.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct BudgetRow {
+    /// CPU time per period (ns).
+    pub quota_ns: u64,
+    /// The period (ns).
+    pub period_ns: u64,
+    /// Periods since the pool started.
+    pub periods: u64,
+    /// Periods in which a worker found the budget spent.
+    pub throttled_periods: u64,
+    /// Periods that began paying a debt.
+    pub short_periods: u64,
+    /// CPU time charged (ns).
+    pub charged_ns: u64,
+}
+
+impl BudgetRow {
+    /// The counters between two snapshots of the same budget (`before` may be the default,
+    /// all zero).
+    pub fn between(before: cotenant::BudgetMetrics, after: cotenant::BudgetMetrics) -> Self {
+        BudgetRow {
+            quota_ns: after.quota_ns,
+            period_ns: after.period_ns,
+            periods: after.periods.saturating_sub(before.periods),
+            throttled_periods: after.throttled_periods.saturating_sub(before.throttled_periods),
+            short_periods: after.short_periods.saturating_sub(before.short_periods),
+            charged_ns: after.charged_ns.saturating_sub(before.charged_ns),
+        }
+    }
+}
+
+/// One point of a worker's time series.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct SeriesPoint {
+    /// Milliseconds since the common start (negative before it is impossible: sampling starts
+    /// with the schedule).
+    pub t_ms: f64,
+    /// The process's CPU time so far, in milliseconds.
+    pub cpu_ms: f64,
+    /// The pool's target then.
+    pub target: usize,
+}
+
+/// [`Summary`] in a form that deserialises (the lab reads it back).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SummaryRow {
+    /// Items offered.
+    pub offered: usize,
+    /// Items completed.
+    pub completed: usize,
+    /// Completed per second.
+    pub throughput_per_s: f64,
+    /// Service p50, p99, max (µs).
+    pub service_p50_us: f64,
+    /// Service p99.
+    pub service_p99_us: f64,
+    /// Service max.
+    pub service_max_us: f64,
+    /// End-to-end p50 (µs).
+    pub e2e_p50_us: f64,
+    /// End-to-end p99.
+    pub e2e_p99_us: f64,
+    /// End-to-end max.
+    pub e2e_max_us: f64,
+    /// Queue time (start − intended arrival) p99 (absent in the Go worker's report).
+    #[serde(default)]
+    pub queue_p99_us: f64,
+}
+
+impl From<&Summary> for SummaryRow {
+    fn from(s: &Summary) -> Self {
+        SummaryRow {
+            offered: s.offered,
+            completed: s.completed,
+            throughput_per_s: s.throughput_per_s,
+            service_p50_us: s.service.p50_us,
+            service_p99_us: s.service.p99_us,
+            service_max_us: s.service.max_us,
+            e2e_p50_us: s.end_to_end.p50_us,
+            e2e_p99_us: s.end_to_end.p99_us,
+            e2e_max_us: s.end_to_end.max_us,
+            queue_p99_us: s.queue.p99_us,
+        }
+    }
+}
+
+/// The pool a worker builds for `kind` in an experiment of `processes` on `cpus` CPUs.
+pub fn build_pool(args: &LabWorkerArgs, cpus: usize) -> anyhow::Result<cotenant::Pool> {
+    let processes = args.processes.max(1) as usize;
+    let policy = match args.pool {
+        PoolKind::Ignorant => cotenant::Policy::fixed(cpus),
+        // Plain: the default policy without host tokens, to show what the tokens add.
+        PoolKind::Plain => cotenant::Policy::adaptive(),
+        PoolKind::Optimal => cotenant::Policy::fixed((cpus / processes).max(1)),
+        PoolKind::Share => cotenant::Policy::share(args.share_factor),
+        PoolKind::Adaptive => cotenant::Policy::adaptive(),
+        PoolKind::Fixed => match args.fixed_threads {
+            Some(n) => cotenant::Policy::fixed(n as usize),
+            None => bail!("--pool fixed needs --fixed-threads"),
+        },
+        PoolKind::GoDefault | PoolKind::GoOptimal | PoolKind::GoCotenant => {
+            bail!("the Go kinds run in the Go worker, not in lab-worker")
+        }
+    };
+    let threads = match (args.threads, args.pool, args.fixed_threads) {
+        (Some(t), _, _) => t as usize,
+        (None, PoolKind::Fixed, Some(n)) => n as usize,
+        _ => cpus,
+    };
+    let mut builder =
+        cotenant::Pool::builder().policy(policy).threads(threads).queue_capacity(1 << 16).name("lab");
+    // `adaptive` is the default pool: host tokens on the lab's set (the runner names it in
+    // `COTENANT_TOKENS_SET`), engaged while another worker shares it. Every other kind is a
+    // pool that does not cooperate.
+    if args.pool != PoolKind::Adaptive {
+        builder = builder.host_tokens_off();
+    }
+    if let Some(cpus) = args.cpu_budget {
+        builder = builder
+            .cpu_budget(cpus, Duration::from_millis(args.budget_period_ms))
+            .cpu_budget_slush(!args.no_slush);
+    }
+    Ok(builder.build()?)
+}
+
+/// Runs `work` while a second thread records the process's CPU time and `pool`'s target every
+/// `every` (if given).
+fn with_series<T>(
+    pool: &cotenant::Pool,
+    every: Option<Duration>,
+    work: impl FnOnce() -> T,
+) -> (T, Vec<SeriesPoint>) {
+    let Some(every) = every else { return (work(), Vec::new()) };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let start = std::time::Instant::now();
+            let mut points = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let cpu_ns = cotenant::sampler::process_cpu_ns().unwrap_or(0);
+                points.push(SeriesPoint {
+                    t_ms: start.elapsed().as_secs_f64() * 1000.0,
+                    cpu_ms: cpu_ns as f64 / 1e6,
+                    target: pool.target(),
+                });
+                std::thread::sleep(every);
+            }
+            points
+        });
+        let out = work();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (out, sampler.join().unwrap_or_default())
+    })
+}
+
+pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
+    // SAFETY: prctl with PR_SET_PDEATHSIG and a signal number has no memory effects.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } as u32 != args.parent {
+        bail!("the lab (pid {}) is gone; not starting", args.parent);
+    }
+    // The lab's tests make a worker hang or flood its stderr (hidden, test-only).
+    super::runner::apply_test_fault()?;
+    let cpus = cotenant::cpus::detect().context("detecting this process's CPUs")?.allowed_cpus() as usize;
+    let pool = build_pool(args, cpus)?;
+    let service = Duration::from_secs_f64(args.service_ms / 1000.0);
+    let calibration: Calibration = match (args.exact_cpu, args.chunks) {
+        (true, _) => Calibration::exact_cpu(service)?,
+        (false, Some(chunks)) => Calibration::of_chunks(chunks, service),
+        (false, None) => workload::calibrate(service),
+    };
+    // Fair share: CPUs / P per process unless told; rate = load × that / service time.
+    let fair_cpus = args.fair_cpus.unwrap_or(cpus as f64 / f64::from(args.processes.max(1)));
+    let rate = args.load * fair_cpus / (args.service_ms / 1000.0);
+    let plan = workload::schedule(
+        args.arrivals,
+        rate,
+        Duration::from_millis(args.duration_ms),
+        args.seed ^ u64::from(std::process::id()),
+    );
+    let start_at = UNIX_EPOCH + Duration::from_nanos(args.start_at_ns);
+    if let Ok(wait) = start_at.duration_since(SystemTime::now()) {
+        std::thread::sleep(wait);
+    }
+    let lock = args.mutex.then(|| std::sync::Arc::new(std::sync::Mutex::new(())));
+    let duration = Duration::from_millis(args.duration_ms);
+    let cpu_before =
+        (cotenant::sampler::process_cpu_ns().unwrap_or(0), thread_cpu_ns(), std::time::Instant::now());
+    let budget_before = pool.metrics().budget;
+    let (items, series) = with_series(&pool, args.series_ms.map(Duration::from_millis), || {
+        if args.saturate {
+            workload::run_saturated(&pool, calibration, duration, 4 * pool.metrics().threads)
+        } else {
+            workload::run(&pool, calibration, &plan, lock.as_ref())
+        }
+    });
+    let (process_cpu_ns, workers_cpu_ns, wall_ns) = {
+        let process = cotenant::sampler::process_cpu_ns().unwrap_or(0).saturating_sub(cpu_before.0);
+        let main = thread_cpu_ns().saturating_sub(cpu_before.1);
+        (process, process.saturating_sub(main), cpu_before.2.elapsed().as_nanos() as u64)
+    };
+    let summary = workload::summarize(&items, duration);
+    let metrics = pool.metrics();
+    pool.shutdown();
+    let report = WorkerReport {
+        pid: std::process::id(),
+        rate_per_s: rate,
+        threads: metrics.threads,
+        final_target: metrics.target,
+        decisions: metrics.decisions,
+        borrows: metrics.borrows,
+        token_timeouts: metrics.token_timeouts,
+        token_takebacks: metrics.token_takebacks,
+        token_takes: metrics.token_takes,
+        chunks: calibration.chunks,
+        chunk_ns: calibration.chunk_ns,
+        exact_cpu: calibration.exact_cpu,
+        summary: SummaryRow::from(&summary),
+        series,
+        items: if args.items {
+            items.iter().map(|i| [i.intended, i.started, i.ended]).collect()
+        } else {
+            vec![]
+        },
+        process_cpu_ns,
+        workers_cpu_ns,
+        wall_ns,
+        // The budget's counters over the run only (not the start-up before the common start).
+        budget: metrics.budget.map(|after| BudgetRow::between(budget_before.unwrap_or_default(), after)),
+    };
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(ExitCode::from(cotenant_ops::exit::OK))
+}

@@ -1,0 +1,297 @@
+//! `cotenant doctor`: why is this process (or this host) slow on shared CPUs? Seed 003's
+//! diagnostic sequence in one command, with evidence.
+//!
+//! Data flow: [`snapshot::take`] reads every file once (host, processes, cgroups, the target's
+//! threads) → wait the sample duration → take a second snapshot → [`analyze::analyze`] (pure)
+//! turns the pair into measurements and ranked findings → [`Report`] → [`render`] prints text or
+//! JSON (schema in `docs/doctor.md`). [`diagnose`] is the whole pipeline, for the CLI and the lab.
+//!
+//! Nothing here fails: a file that cannot be read is listed in [`Report::not_read`] and the
+//! findings that needed it are left out; a process that does not exist gives a host report with
+//! a `process-not-found` finding first.
+
+pub mod analyze;
+pub mod render;
+pub mod snapshot;
+
+use analyze::{Finding, Measurements};
+use serde::Serialize;
+use snapshot::NotRead;
+use std::{collections::BTreeSet, path::PathBuf, time::Duration, time::Instant};
+
+/// The version of the `--json` shape (`docs/doctor.md`): bumped only by an incompatible
+/// change, which the stability promise rules out; fields are added, never renamed.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What to diagnose and how.
+#[derive(Debug, Clone)]
+pub struct DoctorOptions {
+    /// The process; `None` for the whole host.
+    pub pid: Option<u32>,
+    /// Time between the two snapshots.
+    pub duration: Duration,
+    /// The directory standing in for `/` (a fixture tree in tests).
+    pub root: PathBuf,
+}
+
+/// The diagnosis: findings ranked (most likely cause first), the measurements behind them, and
+/// what could not be read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The process diagnosed; `null` for the host.
+    pub pid: Option<u32>,
+    /// Its command name, when known.
+    pub comm: Option<String>,
+    /// The sample's real length, ms.
+    pub duration_ms: u64,
+    /// The root the files were read from (`/` on a live host).
+    pub root: String,
+    /// Whether something could not be read (see `not_read`), or the process is missing.
+    pub partial: bool,
+    /// Why the diagnosis of the process could not be made, if it could not.
+    pub error: Option<String>,
+    /// One line naming the top finding.
+    pub summary: String,
+    /// Ranked, most likely cause first; never empty.
+    pub findings: Vec<Finding>,
+    /// The numbers.
+    pub measurements: Measurements,
+    /// Files that could not be read, and why.
+    pub not_read: Vec<NotRead>,
+    /// Other processes whose files could not be read (exited or not permitted).
+    pub unreadable_processes: u32,
+}
+
+impl Report {
+    /// One line naming the top finding: `"cpu-contention: ..."`.
+    pub fn summary(&self) -> String {
+        match self.findings.first() {
+            Some(f) => format!("{}: {}", f.kind, f.title),
+            None => "nothing-wrong: no finding".into(),
+        }
+    }
+
+    /// Whether the process asked about could not be diagnosed (missing or unreadable).
+    pub fn process_missing(&self) -> bool {
+        self.findings.iter().any(|f| matches!(f.kind, "process-not-found" | "process-unreadable"))
+    }
+}
+
+/// Samples for `opts.duration` and diagnoses. Never fails.
+pub fn diagnose(opts: &DoctorOptions) -> Report {
+    let start = Instant::now();
+    let before = snapshot::take(&opts.root, opts.pid);
+    std::thread::sleep(opts.duration.saturating_sub(start.elapsed()));
+    let after = snapshot::take(&opts.root, opts.pid);
+    let elapsed = start.elapsed();
+    report(opts, &before, &after, elapsed)
+}
+
+/// The report of two snapshots taken `elapsed` apart (pure; the tests call it on fixtures).
+pub fn report(
+    opts: &DoctorOptions,
+    before: &snapshot::Snapshot,
+    after: &snapshot::Snapshot,
+    elapsed: Duration,
+) -> Report {
+    let (measurements, findings) = analyze::analyze(before, after, elapsed);
+    let mut seen = BTreeSet::new();
+    let not_read: Vec<NotRead> = before
+        .not_read
+        .iter()
+        .chain(&after.not_read)
+        .filter(|n| seen.insert((n.file.clone(), n.reason.clone())))
+        .cloned()
+        .collect();
+    let error = findings
+        .iter()
+        .find(|f| matches!(f.kind, "process-not-found" | "process-unreadable"))
+        .map(|f| f.title.clone());
+    let comm = after.target.as_ref().map(|t| t.comm.clone()).filter(|c| !c.is_empty());
+    let mut r = Report {
+        schema_version: SCHEMA_VERSION,
+        pid: opts.pid,
+        comm,
+        duration_ms: elapsed.as_millis() as u64,
+        root: opts.root.display().to_string(),
+        partial: !not_read.is_empty() || error.is_some(),
+        error,
+        summary: String::new(),
+        findings,
+        measurements,
+        not_read,
+        unreadable_processes: after.unreadable_processes,
+    };
+    r.summary = r.summary();
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    const PID: u32 = 4242;
+
+    fn case(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/doctor").join(name)
+    }
+
+    /// The report of a fixture case: `before/` and `after/`, or one root used twice, 1 s apart.
+    fn fixture(name: &str, pid: Option<u32>) -> Report {
+        let dir = case(name);
+        let (b, a) = if dir.join("before").is_dir() {
+            (dir.join("before"), dir.join("after"))
+        } else {
+            (dir.clone(), dir)
+        };
+        let opts = DoctorOptions { pid, duration: Duration::from_secs(1), root: a.clone() };
+        report(&opts, &snapshot::take(&b, pid), &snapshot::take(&a, pid), Duration::from_secs(1))
+    }
+
+    fn kinds(r: &Report) -> Vec<&'static str> {
+        r.findings.iter().map(|f| f.kind).collect()
+    }
+
+    fn evidence<'a>(r: &'a Report, kind: &str, what: &str) -> &'a str {
+        let f =
+            r.findings.iter().find(|f| f.kind == kind).unwrap_or_else(|| panic!("no {kind}: {:?}", kinds(r)));
+        let e = f.evidence.iter().find(|e| e.what.contains(what));
+        &e.unwrap_or_else(|| panic!("{kind} has no evidence {what:?}: {:#?}", f.evidence)).value
+    }
+
+    #[test]
+    fn fixture_v1_contention() {
+        let r = fixture("v1-contention", Some(PID));
+        assert_eq!(kinds(&r)[0], "cpu-contention", "{}", render::text(&r));
+        assert!(r.summary.starts_with("cpu-contention: "), "{}", r.summary);
+        let p = r.measurements.process.as_ref().unwrap();
+        // 300 ms + 0 ms of wait for 400 ms + 0 ms of run: 0.75.
+        assert_eq!((p.wait_ms, p.run_ms, p.wait_fraction), (300.0, 400.0, Some(0.75)));
+        assert_eq!((p.threads, p.busy_threads), (2, 1));
+        assert_eq!(p.migrations_per_s, Some(40.0));
+        assert_eq!(p.involuntary_switches_per_s, Some(150.0));
+        assert_eq!(p.voluntary_switches_per_s, Some(1.0));
+        assert!(evidence(&r, "cpu-contention", "run-queue wait during").starts_with("300.0 ms"));
+        assert_eq!(evidence(&r, "cpu-contention", "CPU used by other processes"), "1.60 CPUs");
+        // /batch's 2048 shares against /victim's 1024, and their cpusets overlap.
+        assert!(
+            kinds(&r).contains(&"low-weight") && kinds(&r).contains(&"cpuset-overlap"),
+            "{:?}",
+            kinds(&r)
+        );
+        assert_eq!(evidence(&r, "low-weight", "this process's competing weight"), "1024");
+        assert!(kinds(&r).contains(&"cpu-pressure"));
+        assert_eq!(r.measurements.host.psi_some, Some(0.6));
+        assert_eq!(r.measurements.top_consumers[0].pid, 5000);
+        assert!(r.measurements.top_consumers[0].overlaps);
+        assert_eq!(r.measurements.cpus.binding.as_deref(), Some("online"));
+        let n = r.measurements.numa.as_ref().unwrap();
+        assert_eq!((n.nodes, n.remote_fraction), (1, Some(0.0)));
+        assert!(!kinds(&r).contains(&"numa-remote-memory"));
+        assert!(r.error.is_none() && !r.process_missing());
+    }
+
+    #[test]
+    fn fixture_v2_throttling_at_the_ancestor_ranks_before_contention() {
+        let r = fixture("v2-throttling", Some(PID));
+        let k = kinds(&r);
+        assert_eq!(k[0], "throttling", "{}", render::text(&r));
+        assert_eq!(k[1], "cpu-contention", "{k:?}");
+        let top = &r.findings[0];
+        assert!(top.title.contains("ancestor cgroup /app"), "{}", top.title);
+        assert_eq!(evidence(&r, "throttling", "nr_throttled during"), "9");
+        assert_eq!(evidence(&r, "throttling", "nr_periods during"), "10");
+        assert_eq!(evidence(&r, "throttling", "ratio during"), "90.0%");
+        assert!(evidence(&r, "throttling", "throttled time during").starts_with("720.0 ms"));
+        assert_eq!(evidence(&r, "throttling", "CPU quota"), "0.2 CPU");
+        assert!(top.evidence[0].file.ends_with("sys/fs/cgroup/app/cpu.stat"), "{:?}", top.evidence[0]);
+        // Two busy threads for a budget of 1 (floor of 0.2 is at least 1).
+        assert!(k.contains(&"oversized-pool"), "{k:?}");
+        assert_eq!(r.measurements.cpus.threads, Some(1));
+        assert_eq!(r.measurements.cpus.binding_cgroup.as_deref(), Some("/app"));
+        // Levels leaf first, with the sample's deltas; v2 pressure of the leaf.
+        let levels: Vec<&str> = r.measurements.cgroups.iter().map(|c| c.cgroup.as_str()).collect();
+        assert_eq!(levels, ["/app/worker", "/app", "/"]);
+        assert_eq!(r.measurements.cgroups[0].pressure_some, Some(0.8));
+        assert_eq!(r.measurements.cgroups[1].throttled_ratio_total, Some(0.264));
+        // NUMA: threads on node 0, 300 of 1000 pages on node 1.
+        assert!(k.contains(&"numa-remote-memory"), "{k:?}");
+        assert_eq!(r.measurements.numa.as_ref().unwrap().remote_fraction, Some(0.3));
+    }
+
+    #[test]
+    fn fixture_without_cgroup_controllers_is_a_partial_report() {
+        let r = fixture("no-cgroup-controllers", Some(PID));
+        assert_eq!(kinds(&r), ["nothing-wrong"], "{}", render::text(&r));
+        assert!(r.partial);
+        let text = render::text(&r);
+        for missing in ["no cpu controller", "no cpuset controller", "pressure/cpu", "system/node"] {
+            assert!(text.contains(missing), "{missing} not in:\n{text}");
+        }
+        assert!(r.measurements.cgroups.is_empty());
+        assert_eq!(r.measurements.cpus.allowed.as_deref(), Some("0-1"));
+    }
+
+    #[test]
+    fn fixture_with_unreadable_pid_files() {
+        let r = fixture("unreadable-pid-files", Some(PID));
+        assert_eq!(kinds(&r)[0], "process-unreadable");
+        assert!(r.process_missing() && r.partial);
+        assert!(r.not_read.iter().any(|n| n.file.ends_with("proc/4242/stat")), "{:?}", r.not_read);
+        assert!(r.measurements.process.is_none());
+    }
+
+    #[test]
+    fn fixture_missing_pid_gives_a_host_report() {
+        let r = fixture("v1-contention", Some(777));
+        assert_eq!(kinds(&r)[0], "process-not-found");
+        assert!(r.error.as_deref().unwrap().contains("777"));
+        assert!(r.measurements.host.psi_some.is_some() && !r.measurements.top_consumers.is_empty());
+        assert!(r.not_read.iter().any(|n| n.file.ends_with("proc/777")));
+    }
+
+    #[test]
+    fn fixture_host_mode() {
+        let r = fixture("v2-throttling", None);
+        assert_eq!(kinds(&r)[0], "throttling", "{}", render::text(&r));
+        assert!(r.findings[0].title.contains("cgroup /app"));
+        assert!(r.measurements.process.is_none());
+        // Only the throttled cgroup is listed for the host.
+        let levels: Vec<&str> = r.measurements.cgroups.iter().map(|c| c.cgroup.as_str()).collect();
+        assert_eq!(levels, ["/app"]);
+    }
+
+    #[test]
+    fn json_has_the_documented_top_level_fields() {
+        let r = fixture("v1-contention", Some(PID));
+        let v: serde_json::Value = serde_json::from_str(&render::json(&r)).unwrap();
+        for key in [
+            "schema_version",
+            "pid",
+            "comm",
+            "duration_ms",
+            "root",
+            "partial",
+            "error",
+            "summary",
+            "findings",
+            "measurements",
+            "not_read",
+            "unreadable_processes",
+        ] {
+            assert!(v.get(key).is_some(), "no {key}");
+        }
+        let f = &v["findings"][0];
+        for key in ["kind", "severity", "title", "evidence", "recommendation"] {
+            assert!(f.get(key).is_some(), "finding has no {key}");
+        }
+        assert_eq!(f["severity"], "high");
+        assert!(f.get("score").is_none());
+        for key in ["cpus", "host", "process", "cgroups", "top_consumers", "numa"] {
+            assert!(v["measurements"].get(key).is_some(), "measurements has no {key}");
+        }
+    }
+}
