@@ -26,47 +26,54 @@ import (
 // and measured on a real host; docs/policy.md has the numbers).
 type AdaptiveConfig struct {
 	// WaitThreads: shrink when at least this many of our workers waited, on average, for a CPU...
-	WaitThreads float64
+	WaitThreads float64 `json:"wait_threads"`
 	// WaitFraction: ...and that is at least this fraction of the target.
-	WaitFraction float64
+	WaitFraction float64 `json:"wait_fraction"`
 	// ThrottledFraction: shrink when the cgroup was throttled this fraction of the period.
-	ThrottledFraction float64
+	ThrottledFraction float64 `json:"throttled_fraction"`
 	// MaxDecrease is the largest share of the target given back in one period.
-	MaxDecrease float64
+	MaxDecrease float64 `json:"max_decrease"`
 	// IdleCPUs: grow only when at least this many CPUs were idle.
-	IdleCPUs float64
+	IdleCPUs float64 `json:"idle_cpus"`
 	// NeighbourCPUs: neighbours using less than this many CPUs count as absent.
-	NeighbourCPUs float64
+	NeighbourCPUs float64 `json:"neighbour_cpus"`
 	// NeighbourMemory is over how many periods the neighbours' use is remembered (1 to
 	// NeighbourMemoryMax): their largest use in that window counts.
-	NeighbourMemory uint32
+	NeighbourMemory uint32 `json:"neighbour_memory"`
 	// SaturatedFraction: a busy-worker average at or above this fraction of the target
 	// counts as saturated.
-	SaturatedFraction float64
+	SaturatedFraction float64 `json:"saturated_fraction"`
 	// ProbeWaitMin is the first wait between probes, in periods; it doubles after each
 	// failed probe...
-	ProbeWaitMin uint32
+	ProbeWaitMin uint32 `json:"probe_wait_min"`
 	// ProbeWaitMax ...up to this many periods.
-	ProbeWaitMax uint32
-	// Borrow is the Rust pool's per-task borrowing of idle CPUs (policy/borrow.rs). GOMAXPROCS
-	// has no per-task hook, so the Go controller does not borrow; kept for a faithful config.
-	Borrow bool
+	ProbeWaitMax uint32 `json:"probe_wait_max"`
+	// Borrow is the Rust pool's per-task borrowing of idle CPUs (policy/borrow.rs), off by
+	// default there. GOMAXPROCS has no per-task hook, so the Go controller does not borrow;
+	// kept for a faithful config.
+	Borrow bool `json:"borrow"`
+	// NeighboursShareTokens: the neighbours that matter share this pool's host CPU tokens (the
+	// Rust pool's Builder::host_tokens), so their CPU use neither limits growth into idle CPUs
+	// nor starts fairness probes; only contention shrinks the pool. The Go controller has no
+	// tokens; kept so that the shared vectors replay the same decisions on both ports.
+	NeighboursShareTokens bool `json:"neighbours_share_tokens"`
 }
 
 // DefaultAdaptiveConfig is the measured defaults of Adaptive.
 func DefaultAdaptiveConfig() AdaptiveConfig {
 	return AdaptiveConfig{
-		WaitThreads:       0.5,
-		WaitFraction:      0,
-		ThrottledFraction: 0.05,
-		MaxDecrease:       0.5,
-		IdleCPUs:          0.5,
-		NeighbourCPUs:     0.5,
-		NeighbourMemory:   6,
-		SaturatedFraction: 0.9,
-		ProbeWaitMin:      4,
-		ProbeWaitMax:      300,
-		Borrow:            true,
+		WaitThreads:           0.5,
+		WaitFraction:          0,
+		ThrottledFraction:     0.05,
+		MaxDecrease:           0.5,
+		IdleCPUs:              0.5,
+		NeighbourCPUs:         0.5,
+		NeighbourMemory:       6,
+		SaturatedFraction:     0.9,
+		ProbeWaitMin:          4,
+		ProbeWaitMax:          300,
+		Borrow:                false,
+		NeighboursShareTokens: false,
 	}
 }
 
@@ -112,6 +119,11 @@ func decideAdaptive(c *AdaptiveConfig, s *Sample, st *PolicyState) Decision {
 		st.ProbeWait = c.ProbeWaitMin
 	}
 	neighbours, neighboursLeast := rememberNeighbours(c, s, st)
+	if c.NeighboursShareTokens {
+		// Neighbours that share our tokens cannot overcommit the host with us: count them
+		// absent (the memory is still kept, as in the Rust policy).
+		neighbours, neighboursLeast = 0, 0
+	}
 	cap := s.Cap()
 	current := clamp32(st.Target, 1, cap)
 	// 1. Quota (and a thread count or CPU set that shrank under us).
