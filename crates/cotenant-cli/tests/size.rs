@@ -141,12 +141,18 @@ fn eight_threads_of_45_ms_waiting_and_5_ms_computing_read_w_over_c_near_9() {
         Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
     }
     let stop = Arc::new(AtomicBool::new(false));
+    // A thread takes its name itself, once it first runs (Rust's std names it from inside):
+    // on a loaded host a sample taken before that counts it under its parent's name (found by
+    // `make test` beside two busy threads: "threads: 7"). Each says when it runs.
+    let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let workers: Vec<_> = (0..8)
         .map(|n| {
             let stop = stop.clone();
+            let started = started.clone();
             std::thread::Builder::new()
                 .name(format!("iopool-{n}"))
                 .spawn(move || {
+                    started.fetch_add(1, Ordering::SeqCst);
                     while !stop.load(Ordering::Relaxed) {
                         std::thread::sleep(Duration::from_millis(45));
                         let start = thread_cpu();
@@ -169,6 +175,11 @@ fn eight_threads_of_45_ms_waiting_and_5_ms_computing_read_w_over_c_near_9() {
         }
     }
     let _stop = Stop(stop, workers);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while started.load(Ordering::SeqCst) < 8 {
+        assert!(std::time::Instant::now() < deadline, "the 8 threads did not start within 60 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let pid = std::process::id().to_string();
     // The band is the scheduler statistics' estimate's. Without them (no file, or `0 0 0` even
     // for this running thread) the tool counts state samples, about 3 of 30 per thread in a
