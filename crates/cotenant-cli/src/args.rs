@@ -306,4 +306,3 @@ impl From<RoundingArg> for cotenant::Rounding {
         }
     }
 }
-

@@ -178,7 +178,6 @@ pub fn try_reap(child: &mut Child) -> io::Result<Option<ExitStatus>> {
     reaped
 }
 
-
 /// Hands SIGINT, SIGTERM, SIGHUP and SIGQUIT to a thread that undoes everything recorded
 /// (step 4 of the module documentation), once per process; later calls do nothing. Call it
 /// before creating anything. A signal ignored when the process started stays ignored: `nohup`

@@ -29,12 +29,13 @@ pub fn parse_duration_within(
     range: &str,
 ) -> Result<Duration, String> {
     let t = text.trim();
-    let (number, scale) = match UNITS.iter().find_map(|(unit, scale)| t.strip_suffix(unit).map(|n| (n, *scale))) {
-        Some(found) => found,
-        None if bare == BareNumber::Seconds => (t, 1.0),
-        None if bare == BareNumber::ZeroOnly && t == "0" => (t, 1.0),
-        None => return Err(format!("{text:?} needs a unit: ns, us, ms or s (e.g. 45ms, 1.5s)")),
-    };
+    let (number, scale) =
+        match UNITS.iter().find_map(|(unit, scale)| t.strip_suffix(unit).map(|n| (n, *scale))) {
+            Some(found) => found,
+            None if bare == BareNumber::Seconds => (t, 1.0),
+            None if bare == BareNumber::ZeroOnly && t == "0" => (t, 1.0),
+            None => return Err(format!("{text:?} needs a unit: ns, us, ms or s (e.g. 45ms, 1.5s)")),
+        };
     let v: f64 =
         number.trim().parse().map_err(|_| format!("{text:?} is not a duration (e.g. 45ms, 1.5s, 500us)"))?;
     let secs = v * scale;
@@ -58,7 +59,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// A time with a unit (`45ms`, `1.5s`, `200us`, `200µs`, `500ns`); zero allowed, at most a day.
 pub fn parse_time(text: &str) -> Result<Duration, String> {
-    parse_duration_within(text, BareNumber::Refused, Duration::ZERO, Duration::from_secs(86_400), "between 0 and a day")
+    parse_duration_within(
+        text,
+        BareNumber::Refused,
+        Duration::ZERO,
+        Duration::from_secs(86_400),
+        "between 0 and a day",
+    )
 }
 
 /// A time with a unit in whole microseconds (rounded), as cgroup files take it; `0` needs no
@@ -67,7 +74,13 @@ pub fn parse_micros(text: &str) -> Result<u64, String> {
     // u64::MAX µs is far beyond what a Duration from f64 seconds holds exactly; a century is
     // beyond any cgroup time anyway.
     let century = Duration::from_secs(100 * 365 * 86_400);
-    let d = parse_duration_within(text, BareNumber::ZeroOnly, Duration::ZERO, century, "between 0 and a century")?;
+    let d = parse_duration_within(
+        text,
+        BareNumber::ZeroOnly,
+        Duration::ZERO,
+        century,
+        "between 0 and a century",
+    )?;
     Ok((d.as_secs_f64() * 1e6).round() as u64)
 }
 

@@ -73,7 +73,13 @@ fn simulate(
 
 /// Replays hand-written `samples` from `initial` and records each decision: for rules the
 /// simulator cannot produce (a quota, throttling).
-fn scripted(policy: &Policy, policy_json: &str, initial: u32, samples: &[Sample], description: &str) -> String {
+fn scripted(
+    policy: &Policy,
+    policy_json: &str,
+    initial: u32,
+    samples: &[Sample],
+    description: &str,
+) -> String {
     let mut state = PolicyState::new(initial);
     let steps: Vec<String> = samples
         .iter()
@@ -217,16 +223,16 @@ fn main() {
         write(&dir, name, &text);
     }
     let quota_samples = [
-        alone(4, Some(2.0), 0),  // a quota of 2 CPUs appears: quota
-        alone(2, Some(2.0), 0),  // hold
-        alone(2, Some(2.0), 2),  // throttled 20 % of the period: contention
-        alone(1, Some(2.0), 0),  // hold
-        alone(1, Some(2.0), 0),  // idle CPUs, work queued: grow back to the quota
-        alone(2, Some(2.0), 0),  // hold
-        alone(2, Some(2.0), 0),  // at the cap: steady
-        alone(2, None, 0),       // the quota is lifted: grow into the idle CPUs
-        alone(4, None, 0),       // hold
-        alone(4, None, 0),       // steady at every thread
+        alone(4, Some(2.0), 0), // a quota of 2 CPUs appears: quota
+        alone(2, Some(2.0), 0), // hold
+        alone(2, Some(2.0), 2), // throttled 20 % of the period: contention
+        alone(1, Some(2.0), 0), // hold
+        alone(1, Some(2.0), 0), // idle CPUs, work queued: grow back to the quota
+        alone(2, Some(2.0), 0), // hold
+        alone(2, Some(2.0), 0), // at the cap: steady
+        alone(2, None, 0),      // the quota is lifted: grow into the idle CPUs
+        alone(4, None, 0),      // hold
+        alone(4, None, 0),      // steady at every thread
     ];
     let text = scripted(
         &Policy::adaptive(),

@@ -17,13 +17,18 @@ fn vectors_dir() -> PathBuf {
 fn object<'a>(v: &'a Value, what: &str, allowed: &[&str]) -> Result<&'a Map<String, Value>, String> {
     let map = v.as_object().ok_or_else(|| format!("{what} is not an object: {v}"))?;
     match map.keys().find(|k| !allowed.contains(&k.as_str())) {
-        Some(unknown) => Err(format!("{what} has an unknown field {unknown:?} (allowed: {})", allowed.join(", "))),
+        Some(unknown) => {
+            Err(format!("{what} has an unknown field {unknown:?} (allowed: {})", allowed.join(", ")))
+        }
         None => Ok(map),
     }
 }
 
 fn u64_field(sample: &Map<String, Value>, name: &str) -> Result<u64, String> {
-    sample.get(name).and_then(Value::as_u64).ok_or_else(|| format!("sample field {name} missing or not an integer"))
+    sample
+        .get(name)
+        .and_then(Value::as_u64)
+        .ok_or_else(|| format!("sample field {name} missing or not an integer"))
 }
 
 fn u32_field(sample: &Map<String, Value>, name: &str) -> Result<u32, String> {
@@ -94,7 +99,10 @@ fn parse_config(v: &Value) -> Result<AdaptiveConfig, String> {
     for (name, value) in fields {
         let float = || value.as_f64().ok_or_else(|| format!("config.{name} is not a number: {value}"));
         let int = || {
-            value.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| format!("config.{name} is not a u32: {value}"))
+            value
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| format!("config.{name} is not a u32: {value}"))
         };
         let boolean = || value.as_bool().ok_or_else(|| format!("config.{name} is not a boolean: {value}"));
         match name.as_str() {
@@ -124,7 +132,9 @@ fn parse_policy(v: &Value) -> Result<Policy, String> {
             None => Policy::adaptive(),
         },
         Some("adaptive(tokens)") => Policy::adaptive().sharing_host_tokens(),
-        Some("share") => Policy::share(p.get("overcommit").and_then(Value::as_f64).ok_or("share needs overcommit")?),
+        Some("share") => {
+            Policy::share(p.get("overcommit").and_then(Value::as_f64).ok_or("share needs overcommit")?)
+        }
         Some("fixed") => Policy::fixed(p.get("n").and_then(Value::as_u64).ok_or("fixed needs n")? as usize),
         other => return Err(format!("unknown policy kind {other:?}")),
     };
@@ -135,7 +145,8 @@ fn parse_policy(v: &Value) -> Result<Policy, String> {
 /// Replays one vector's text; returns the reasons decided, or the first mismatch.
 fn replay(text: &str) -> Result<Vec<Reason>, String> {
     let case: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let fields = object(&case, "the vector", &["description", "source", "policy", "initial_target", "steps"])?;
+    let fields =
+        object(&case, "the vector", &["description", "source", "policy", "initial_target", "steps"])?;
     let policy = parse_policy(fields.get("policy").ok_or("no policy")?)?;
     let initial = fields.get("initial_target").and_then(Value::as_u64).ok_or("no initial_target")?;
     let mut state = PolicyState::new(initial as u32);
@@ -234,7 +245,8 @@ fn unknown_fields_are_refused_everywhere() {
         let error = replay(&broken).unwrap_err();
         assert!(error.contains(&format!("unknown field \"{field}\"")), "{field}: {error}");
     }
-    let error = parse_policy(&serde_json::json!({"kind": "adaptive", "config": {"wait_thread": 1.0}})).unwrap_err();
+    let error =
+        parse_policy(&serde_json::json!({"kind": "adaptive", "config": {"wait_thread": 1.0}})).unwrap_err();
     assert!(error.contains("unknown field \"wait_thread\""), "{error}");
 }
 
