@@ -19,13 +19,13 @@ use std::{
 };
 
 use crate::cgroupfs::{self, write_control};
+#[cfg(test)]
+pub use crate::cleanup::recorded_temp_folders;
 use crate::cleanup::{create_recorded, registry};
 pub use crate::cleanup::{
     create_temp_folder, create_token_set, install_signal_cleanup, record_token_set, remove_temp_folders,
     remove_token_set, spawn_recorded, try_reap, RemoveTempFolders, STOPPING_MESSAGE,
 };
-#[cfg(test)]
-pub use crate::cleanup::recorded_temp_folders;
 
 /// The prefix of every cgroup the lab creates.
 pub const LAB_PREFIX: &str = "cotenant-lab-";
@@ -34,10 +34,22 @@ pub const LAB_PREFIX: &str = "cotenant-lab-";
 #[derive(Debug, Clone)]
 pub enum Layout {
     /// cgroup v1: separate cpu and cpuset hierarchies (they may be the same mount).
-    V1 { cpu: PathBuf, cpuset: Option<PathBuf> },
+    V1 {
+        /// The mount point of the cpu hierarchy (one this process belongs to).
+        cpu: PathBuf,
+        /// The mount point of the cpuset hierarchy; `None` when no cpuset hierarchy this
+        /// process belongs to is mounted.
+        cpuset: Option<PathBuf>,
+    },
     /// cgroup v2: one tree; cpu (and cpuset, when available) are enabled in the root's
     /// subtree_control and left enabled (harmless, and other users of the tree may rely on it).
-    V2 { root: PathBuf, cpuset: bool },
+    V2 {
+        /// The mount point of the cgroup v2 tree.
+        root: PathBuf,
+        /// Whether the cpuset controller is available and was enabled in the root's
+        /// subtree_control.
+        cpuset: bool,
+    },
 }
 
 impl Layout {
@@ -295,7 +307,6 @@ pub fn remove(dir: &Path) {
         }
     }
 }
-
 
 /// Removes `<prefix>*` cgroups left by processes that no longer exist (e.g. killed by SIGKILL),
 /// or all of them with `even_live`; returns the directories removed.

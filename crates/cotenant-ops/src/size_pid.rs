@@ -32,14 +32,19 @@ const CPU_BOUND_RUNNING: f64 = 0.8;
 /// What was measured for one thread over the whole sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadTotals {
+    /// The thread's id (its folder under `/proc/<pid>/task`).
     pub tid: u32,
+    /// The thread's name (`comm` in its `stat` file) when first seen.
     pub comm: String,
-    /// State samples taken, and those in which it was running or runnable (`R`).
+    /// State samples taken.
     pub samples: u32,
+    /// The samples in which it was running or runnable (`R`).
     pub running_samples: u32,
-    /// Time on a CPU and waiting on a run queue over the sample (schedstat deltas; `None` when
-    /// the kernel keeps no scheduler statistics or the file was unreadable).
+    /// Time on a CPU over the sample (a schedstat delta; `None` when the kernel keeps no
+    /// scheduler statistics or the file was unreadable).
     pub on_cpu_ns: Option<u64>,
+    /// Time waiting on a run queue over the sample (a schedstat delta; `None` as for
+    /// `on_cpu_ns`).
     pub run_delay_ns: Option<u64>,
     /// How long the thread was observed.
     pub observed_ns: u64,
@@ -67,6 +72,7 @@ impl ThreadTotals {
 pub struct Group {
     /// The thread name with its trailing number replaced by `*`.
     pub pattern: String,
+    /// How many threads the group has.
     pub threads: u32,
     /// Samples in which a thread of the group was running or runnable, over all its samples.
     pub running_fraction: f64,
