@@ -1,5 +1,5 @@
 //! `--global-pool`: the cost of a CPU budget's global pool under many threads, with the pool
-//! behind a lock-free atomic (cotenant's [`cotenant::bandwidth::Bandwidth`]), a `Mutex`, or a
+//! behind a lock-free atomic (cotenant's [`cotenant::internal::bandwidth::Bandwidth`]), a `Mutex`, or a
 //! test-and-test-and-set spinlock like the kernel's `cfs_b->lock` (seed 001 §III-B and its
 //! Figure 9, in user space; issue 7, item 4).
 //!
@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use cotenant::bandwidth::{Bandwidth, Slice};
+use cotenant::internal::bandwidth::{Bandwidth, Slice};
 
 use crate::report::{self, Better};
 
@@ -35,7 +35,7 @@ impl Kind {
 
     fn name(self) -> &'static str {
         match self {
-            Kind::Atomic => "atomic (cotenant::bandwidth)",
+            Kind::Atomic => "atomic (cotenant::internal::bandwidth)",
             Kind::Mutex => "std Mutex",
             Kind::Spinlock => "spinlock (TTAS)",
         }

@@ -194,13 +194,13 @@ pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
 /// Samples host idle CPUs every `interval` until `stop`: `(ns since start_at, idle CPUs)`.
 fn sample_idle(start_at: SystemTime, interval: Duration, stop: &AtomicBool) -> IdleSamples {
     let mut out = Vec::new();
-    let Ok(mut sampler) = cotenant::sampler::HostSampler::system() else { return out };
+    let Ok(mut sampler) = cotenant::internal::sampler::HostSampler::system() else { return out };
     let Ok(mut before) = sampler.read() else { return out };
     let start_ns = start_at.duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0);
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(interval);
         let Ok(now) = sampler.read() else { continue };
-        if let Some(delta) = cotenant::sampler::HostDelta::between(&before, &now) {
+        if let Some(delta) = cotenant::internal::sampler::HostDelta::between(&before, &now) {
             let wall = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0);
             let idle = delta.idle_ns as f64 / delta.elapsed_ns.max(1) as f64;
             out.push((wall - start_ns, idle));

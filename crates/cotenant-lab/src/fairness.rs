@@ -71,7 +71,7 @@ pub fn windows(a: &[SeriesPoint], b: &[SeriesPoint], b_offset_ms: f64) -> Vec<Wi
                 b_cpus,
                 a_target: a1.target,
                 b_target: b1.target,
-                jain: cotenant::policy::sim::jain(&[a_cpus, b_cpus]),
+                jain: cotenant::internal::policy_sim::jain(&[a_cpus, b_cpus]),
             });
         }
         t += WINDOW_MS;

@@ -778,7 +778,7 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
         row.insert("completed_fraction".into(), figures.completed_fraction.into());
         // Fairness between the processes: Jain's index of their throughputs (1 = equal).
         let throughputs: Vec<f64> = reports.iter().map(|r| r.summary.throughput_per_s).collect();
-        row.insert("throughput_jain".into(), cotenant::policy::sim::jain(&throughputs).into());
+        row.insert("throughput_jain".into(), cotenant::internal::policy_sim::jain(&throughputs).into());
         let targets: Vec<String> = reports.iter().map(|r| r.final_target.to_string()).collect();
         row.insert("final_targets".into(), targets.join(" ").into());
         if kind == PoolKind::Adaptive {

@@ -83,7 +83,7 @@ fn rusage() -> (f64, u64) {
 /// The host's context switches since boot (`/proc/stat` `ctxt`); `None` when unreadable.
 fn host_switches() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
-    cotenant::procfs::stat::parse(&text).ok()?.context_switches
+    cotenant::internal::procfs::stat::parse(&text).ok()?.context_switches
 }
 
 fn run_once(

@@ -268,7 +268,7 @@ pub fn run_once(spec: &RunSpec) -> anyhow::Result<RunResult> {
     }
     // The boost window is switched by this (unrestricted) thread; sessions apply it themselves.
     sleep_until(start);
-    let cpu_at_start = cotenant::sampler::process_cpu_ns().ok();
+    let cpu_at_start = cotenant::internal::sampler::process_cpu_ns().ok();
     if let Boost::Window { start: from, end } = spec.boost {
         sleep_until(start + from);
         shared.boosted_now.store(true, Ordering::SeqCst);
@@ -279,7 +279,7 @@ pub fn run_once(spec: &RunSpec) -> anyhow::Result<RunResult> {
     shared.stop.store(true, Ordering::SeqCst);
     shared.signal.notify_all();
     let elapsed = start.elapsed();
-    let cpus_used = match (cpu_at_start, cotenant::sampler::process_cpu_ns().ok()) {
+    let cpus_used = match (cpu_at_start, cotenant::internal::sampler::process_cpu_ns().ok()) {
         (Some(a), Some(b)) => b.saturating_sub(a) as f64 / elapsed.as_nanos().max(1) as f64,
         _ => f64::NAN,
     };

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
-use cotenant::procfs::cgroupfs::{parse_cpu_stat, CpuStat};
+use cotenant::internal::procfs::cgroupfs::{parse_cpu_stat, CpuStat};
 
 use cotenant_ops::cgroup::{Cgroup, Layout, LAB_PREFIX};
 use super::runner::{

@@ -211,7 +211,7 @@ fn with_series<T>(
             let start = std::time::Instant::now();
             let mut points = Vec::new();
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                let cpu_ns = cotenant::sampler::process_cpu_ns().unwrap_or(0);
+                let cpu_ns = cotenant::internal::sampler::process_cpu_ns().unwrap_or(0);
                 points.push(SeriesPoint {
                     t_ms: start.elapsed().as_secs_f64() * 1000.0,
                     cpu_ms: cpu_ns as f64 / 1e6,
@@ -260,7 +260,7 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
     let lock = args.mutex.then(|| std::sync::Arc::new(std::sync::Mutex::new(())));
     let duration = Duration::from_millis(args.duration_ms);
     let cpu_before =
-        (cotenant::sampler::process_cpu_ns().unwrap_or(0), thread_cpu_ns(), std::time::Instant::now());
+        (cotenant::internal::sampler::process_cpu_ns().unwrap_or(0), thread_cpu_ns(), std::time::Instant::now());
     let budget_before = pool.metrics().budget;
     let (items, series) = with_series(&pool, args.series_ms.map(Duration::from_millis), || {
         if args.saturate {
@@ -270,7 +270,7 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
         }
     });
     let (process_cpu_ns, workers_cpu_ns, wall_ns) = {
-        let process = cotenant::sampler::process_cpu_ns().unwrap_or(0).saturating_sub(cpu_before.0);
+        let process = cotenant::internal::sampler::process_cpu_ns().unwrap_or(0).saturating_sub(cpu_before.0);
         let main = thread_cpu_ns().saturating_sub(cpu_before.1);
         (process, process.saturating_sub(main), cpu_before.2.elapsed().as_nanos() as u64)
     };

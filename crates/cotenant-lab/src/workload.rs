@@ -66,7 +66,7 @@ impl Calibration {
     /// clock cannot be read.
     pub fn exact_cpu(target: Duration) -> anyhow::Result<Calibration> {
         anyhow::ensure!(
-            cotenant::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).is_some(),
+            cotenant::internal::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).is_some(),
             "--exact-cpu: this thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) cannot be read"
         );
         Ok(Calibration { chunks: 0, chunk_ns: 0.0, target_ns: target.as_nanos() as u64, exact_cpu: true })
@@ -75,7 +75,7 @@ impl Calibration {
     /// Runs one item's work.
     pub fn work(&self) -> u64 {
         if self.exact_cpu {
-            let clock = || cotenant::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+            let clock = || cotenant::internal::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
             let mut acc = 0u64;
             // A clock that stops reading ends the item rather than spinning for ever.
             let Some(start) = clock() else { return acc };
@@ -93,7 +93,7 @@ impl Calibration {
 
 /// The calling thread's CPU time (ns), 0 if unreadable.
 pub fn thread_cpu_ns() -> u64 {
-    cotenant::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
+    cotenant::internal::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
 }
 
 impl Calibration {
@@ -149,7 +149,7 @@ pub fn calibrate(target: Duration) -> Calibration {
     while warm_up.elapsed() < CALIBRATION_WARM_UP {
         black_box(sample.work());
     }
-    let cpu_clock = cotenant::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).is_some();
+    let cpu_clock = cotenant::internal::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).is_some();
     let mut times: Vec<f64> = (0..31)
         .map(|_| {
             let (cpu_start, start) = (thread_cpu_ns(), Instant::now());

@@ -8,7 +8,7 @@
 //!
 //! What a signal undoes, and how, is [`crate::cleanup`]'s.
 
-use cotenant::procfs::{cgroup, mountinfo};
+use cotenant::internal::procfs::{cgroup, mountinfo};
 use std::{
     fs,
     io::{self, Write},

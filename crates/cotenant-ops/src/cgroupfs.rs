@@ -501,7 +501,7 @@ mod tests {
         const TEST: &str = "a_real_cgroup_directory_passes";
         let mounts = fs::read_to_string("/proc/self/mountinfo")
             .ok()
-            .and_then(|text| cotenant::procfs::mountinfo::parse_cgroup_mounts(&text).ok())
+            .and_then(|text| cotenant::internal::procfs::mountinfo::parse_cgroup_mounts(&text).ok())
             .unwrap_or_default();
         // Octal escapes (`\040`) would need decoding: such a mount is skipped.
         let Some(mount) = mounts.iter().find(|m| !m.mount_point.contains('\\')) else {

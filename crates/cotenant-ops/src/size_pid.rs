@@ -122,7 +122,7 @@ pub fn groups(threads: &[ThreadTotals], cpus: f64) -> Vec<Group> {
 
 fn read_schedstat(task: &Path) -> Option<(u64, u64)> {
     let text = std::fs::read_to_string(task.join("schedstat")).ok()?;
-    let s = cotenant::procfs::schedstat::parse_task(&text).ok()?;
+    let s = cotenant::internal::procfs::schedstat::parse_task(&text).ok()?;
     Some((s.on_cpu_ns, s.run_delay_ns))
 }
 
@@ -148,7 +148,7 @@ pub fn sample(proc_root: &Path, pid: u32, duration: Duration) -> anyhow::Result<
             let Some(tid) = entry.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else { continue };
             let dir = entry.path();
             let Ok(text) = std::fs::read_to_string(dir.join("stat")) else { continue };
-            let Ok(stat) = cotenant::procfs::pidstat::parse(&text) else { continue };
+            let Ok(stat) = cotenant::internal::procfs::pidstat::parse(&text) else { continue };
             let schedstat = read_schedstat(&dir);
             let s = seen.entry(tid).or_insert_with(|| Seen {
                 totals: ThreadTotals {

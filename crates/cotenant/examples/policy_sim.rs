@@ -4,7 +4,7 @@
 //!
 //! `cargo run --release -p cotenant --example policy_sim`
 
-use cotenant::policy::sim::{jain, Grouping, Host, Tenant};
+use cotenant::internal::policy_sim::{jain, Grouping, Host, Tenant};
 use cotenant::policy::{AdaptiveConfig, Policy};
 
 /// Periods per simulated second at the default 10 ms period.

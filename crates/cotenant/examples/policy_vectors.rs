@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use cotenant::policy::sim::{Grouping, Host, Tenant};
+use cotenant::internal::policy_sim::{Grouping, Host, Tenant};
 use cotenant::policy::{AdaptiveConfig, Policy, PolicyState, Sample};
 
 /// Simulates `targets` saturated tenants on `cpus` CPUs for `periods` and records tenant
@@ -63,7 +63,7 @@ fn simulate(
     let mut out = String::new();
     writeln!(out, "{{").unwrap();
     writeln!(out, "  \"description\": \"{description}\",").unwrap();
-    writeln!(out, "  \"source\": \"simulated (cotenant::policy::sim, Grouping::Threads), regenerate with examples/policy_vectors.rs\",").unwrap();
+    writeln!(out, "  \"source\": \"simulated (cotenant::internal::policy_sim, Grouping::Threads), regenerate with examples/policy_vectors.rs\",").unwrap();
     writeln!(out, "  \"policy\": {policy_json},").unwrap();
     writeln!(out, "  \"initial_target\": {},", targets[record]).unwrap();
     writeln!(out, "  \"steps\": [\n{}\n  ]", steps.join(",\n")).unwrap();

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 /// CPU time of the calling thread, in nanoseconds.
 fn thread_cpu() -> u64 {
-    cotenant::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).expect("thread CPU clock")
+    cotenant::internal::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).expect("thread CPU clock")
 }
 
 fn main() {
-    let mut sampler = cotenant::sampler::HostSampler::system().expect("a Linux host with /proc");
+    let mut sampler = cotenant::internal::sampler::HostSampler::system().expect("a Linux host with /proc");
     println!("{sampler:?}");
     let n = 2000u32;
     let (c0, t0) = (thread_cpu(), Instant::now());
@@ -32,7 +32,7 @@ fn main() {
     println!("  of which CpuBudget::refresh: {} ns CPU per call", (thread_cpu() - c0) / u64::from(n));
     let c0 = thread_cpu();
     for _ in 0..n {
-        cotenant::sampler::process_cpu_ns().expect("process clock");
+        cotenant::internal::sampler::process_cpu_ns().expect("process clock");
     }
     println!("  of which the process CPU clock: {} ns CPU per call", (thread_cpu() - c0) / u64::from(n));
     let wakes = 300u32;

@@ -17,35 +17,39 @@
 //! | module | what it owns |
 //! |---|---|
 //! | [`cpus`] | [`CpuBudget`]: the CPU count, every source it came from, cheap refresh |
-//! | [`bandwidth`] | a user-space CPU quota per period: atomic global pool, slices, slush fund |
 //! | [`pool`] | [`Pool`], [`Builder`], [`Task`], [`Full`]: the friendly pool |
-//! | [`policy`] | [`Policy`]: pure decisions from a [`policy::Sample`]; the simulator |
-//! | [`sampler`] | host and process CPU counters read each period |
+//! | [`policy`] | [`Policy`]: pure decisions from a [`policy::Sample`] |
 //! | [`metrics`] | [`Metrics`]: a pool's counters, Display and Prometheus text |
 //! | [`health`] | seed 002's four pool health alerts over a sliding window (pure) |
 //! | [`sizing`] | pool sizes for work that waits: the utilisation formula, Little's law (seed 002) |
 //! | [`tokens`] | host CPU tokens: cooperating pools never run more tasks at once than CPUs |
 //! | [`wait`] | adaptive waiting: [`wait::Backoff`], [`wait::Signal`], [`wait::Event`] (seed 004) |
-//! | [`procfs`] | pure parsers for the `/proc` and cgroup-fs formats (no I/O) |
+//!
+//! The parsers, the sampler, the user-space CPU budget's pool and the policy simulator are
+//! internals (`cotenant::internal`, hidden, no stability promise) shared with cotenant's own
+//! command, lab and simulator.
 
 #[cfg(not(loom))]
 pub mod advisor;
 mod affinity;
-pub mod bandwidth;
 pub mod cpus;
 pub mod health;
+#[doc(hidden)]
+pub mod internal;
 mod kfile;
 pub mod metrics;
 pub mod policy;
 pub mod pool;
-pub mod procfs;
-#[cfg(not(loom))]
-pub mod sampler;
 pub mod sizing;
 mod sync;
 #[cfg(not(loom))]
 pub mod tokens;
 pub mod wait;
+
+// Inside the crate the internals keep their short paths (`crate::procfs`, ...).
+use internal::{bandwidth, procfs};
+#[cfg(not(loom))]
+use internal::sampler;
 
 pub use cpus::{CpuBudget, Rounding};
 pub use metrics::Metrics;

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cotenant::sampler::{HostCounters, HostDelta, HostSampler};
+use cotenant::internal::sampler::{HostCounters, HostDelta, HostSampler};
 use cotenant::{Policy, Pool};
 
 const BURN_ENV: &str = "COTENANT_TEST_BURN_THREADS";

@@ -1,4 +1,4 @@
-//! Structure-aware property tests of the `/proc` and cgroup-fs parsers (`cotenant::procfs`),
+//! Structure-aware property tests of the `/proc` and cgroup-fs parsers (`cotenant::internal::procfs`),
 //! issue 34: each parser's inputs are generated as valid files of its format, then damaged.
 //!
 //! For every parser, a generator ([`valid`]) writes files shaped like what the kernel prints
@@ -27,12 +27,12 @@
 #![allow(clippy::ptr_arg)]
 
 use cotenant::cpus::{self, Probe};
-use cotenant::procfs::cgroup::{self, Membership};
-use cotenant::procfs::cgroupfs::{self, Quota};
-use cotenant::procfs::cpulist::{self, CpuSet, MAX_CPU_ID};
-use cotenant::procfs::mountinfo::{self, CgroupMount};
-use cotenant::procfs::stat::{self, Stat};
-use cotenant::procfs::{loadavg, pidstat, schedstat, status, ParseError};
+use cotenant::internal::procfs::cgroup::{self, Membership};
+use cotenant::internal::procfs::cgroupfs::{self, Quota};
+use cotenant::internal::procfs::cpulist::{self, CpuSet, MAX_CPU_ID};
+use cotenant::internal::procfs::mountinfo::{self, CgroupMount};
+use cotenant::internal::procfs::stat::{self, Stat};
+use cotenant::internal::procfs::{loadavg, pidstat, schedstat, status, ParseError};
 use damage::Mutant;
 use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
@@ -647,13 +647,13 @@ fn copy_dir(from: &Path, to: &Path) -> io::Result<()> {
 /// Generators of valid files, each with the values it holds, shaped like what the kernel prints.
 mod valid {
     use super::Valid;
-    use cotenant::procfs::cgroup::Membership;
-    use cotenant::procfs::cgroupfs::{CpuStat, Quota};
-    use cotenant::procfs::cpulist::MAX_CPU_ID;
-    use cotenant::procfs::mountinfo::CgroupMount;
-    use cotenant::procfs::pidstat::PidStat;
-    use cotenant::procfs::schedstat::TaskSchedstat;
-    use cotenant::procfs::stat::{CpuTimes, Stat};
+    use cotenant::internal::procfs::cgroup::Membership;
+    use cotenant::internal::procfs::cgroupfs::{CpuStat, Quota};
+    use cotenant::internal::procfs::cpulist::MAX_CPU_ID;
+    use cotenant::internal::procfs::mountinfo::CgroupMount;
+    use cotenant::internal::procfs::pidstat::PidStat;
+    use cotenant::internal::procfs::schedstat::TaskSchedstat;
+    use cotenant::internal::procfs::stat::{CpuTimes, Stat};
     use proptest::collection::{btree_set, vec};
     use proptest::option;
     use proptest::prelude::*;

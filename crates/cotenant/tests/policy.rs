@@ -1,6 +1,6 @@
 //! The policies' rules and invariants on constructed and simulated samples: pure, no clock.
 
-use cotenant::policy::sim::{jain, Grouping, Host, Tenant};
+use cotenant::internal::policy_sim::{jain, Grouping, Host, Tenant};
 use cotenant::policy::{fallback_target, Policy, PolicyState, Reason, Sample};
 use proptest::prelude::*;
 

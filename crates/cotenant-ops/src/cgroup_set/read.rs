@@ -3,7 +3,7 @@
 
 use super::{CpuMax, Error, Version, V1_BURST, V1_PERIOD, V1_QUOTA, V2_BURST, V2_MAX};
 use crate::cgroupfs::ControlDir;
-use cotenant::procfs::cgroupfs;
+use cotenant::internal::procfs::cgroupfs;
 use std::io;
 
 /// Reads a control file; `Ok(None)` when it does not exist.
@@ -20,7 +20,7 @@ fn parse_file<T>(
     dir: &ControlDir,
     name: &str,
     text: &str,
-    parse: impl FnOnce(&str) -> Result<T, cotenant::procfs::ParseError>,
+    parse: impl FnOnce(&str) -> Result<T, cotenant::internal::procfs::ParseError>,
 ) -> Result<T, Error> {
     parse(text).map_err(|e| Error::Read { file: dir.path().join(name), why: e.to_string() })
 }
@@ -29,7 +29,7 @@ fn parse_file<T>(
 fn read_parsed<T>(
     dir: &ControlDir,
     name: &str,
-    parse: impl FnOnce(&str) -> Result<T, cotenant::procfs::ParseError>,
+    parse: impl FnOnce(&str) -> Result<T, cotenant::internal::procfs::ParseError>,
 ) -> Result<T, Error> {
     let text = read_file(dir, name)?.ok_or_else(|| Error::NoSuchCgroup(dir.path().to_owned()))?;
     parse_file(dir, name, &text, parse)
@@ -61,7 +61,7 @@ pub fn read_current(dir: &ControlDir) -> Result<CpuMax, Error> {
 }
 
 /// `cpu.max` as (quota, period): unlike [`cgroupfs::parse_cpu_max`], keeps the period of `max`.
-fn parse_cpu_max_fields(text: &str) -> Result<(Option<u64>, u64), cotenant::procfs::ParseError> {
+fn parse_cpu_max_fields(text: &str) -> Result<(Option<u64>, u64), cotenant::internal::procfs::ParseError> {
     let quota = cgroupfs::parse_cpu_max(text)?;
     // Valid, so two fields and a non-zero period.
     let period = text.split_ascii_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);

@@ -3,7 +3,7 @@
 
 use super::{Error, Target, FIXTURE_HOOK_VAR};
 use crate::cgroupfs::{os_error, ControlDir, FileSystems};
-use cotenant::procfs::mountinfo;
+use cotenant::internal::procfs::mountinfo;
 use std::{
     fs,
     path::{Component, Path, PathBuf},

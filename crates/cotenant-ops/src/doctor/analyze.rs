@@ -26,7 +26,7 @@ pub use facts::{
 pub use findings::{rank, Evidence, Finding, Severity};
 
 use super::snapshot::{Proc, Snapshot};
-use cotenant::procfs::cpulist::CpuSet;
+use cotenant::internal::procfs::cpulist::CpuSet;
 use findings::{
     find_contention, find_migrations, find_numa, find_overcommit, find_oversized_pool, find_pressure,
     find_process_missing, find_throttling, find_weight_and_cpusets,

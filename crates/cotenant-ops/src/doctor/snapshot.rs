@@ -21,7 +21,7 @@ mod tests;
 pub use parse::{parse_numa_maps, parse_psi, parse_sched_migrations, status_number};
 pub use read::{ancestors, take, DEFAULT_CLK_TCK};
 
-use cotenant::procfs::{
+use cotenant::internal::procfs::{
     cgroupfs::CpuStat, cgroupfs::Quota, cpulist::CpuSet, mountinfo::CgroupMount, schedstat::TaskSchedstat,
     stat::Stat,
 };

@@ -1,6 +1,6 @@
 //! Pure decision logic: a [`Sample`] of one period plus the policy's [`PolicyState`] give the
 //! next target. No clock, no I/O, no threads: the pool's controller, the simulator
-//! ([`sim`]) and the recorded vectors of `testdata/policy/` all call the same functions.
+//! (`internal::policy_sim` and the `cotenant-sim` crate) and the recorded vectors of `testdata/policy/` all call the same functions.
 //!
 //! | policy | module | what it does |
 //! |---|---|---|
@@ -17,7 +17,6 @@ mod adaptive;
 pub mod borrow;
 pub mod elastic;
 mod share;
-pub mod sim;
 
 use std::fmt;
 

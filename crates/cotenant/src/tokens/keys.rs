@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use super::{error, wakeup, TokensError};
 
 /// The System V key of the set `name` for user `uid` (FNV-1a; never `IPC_PRIVATE`, 0).
+#[doc(hidden)] // for cotenant's tests and tools: internal, no stability promise
 pub fn key(name: &str, uid: u32) -> i32 {
     let mut hash: u32 = 0x811c_9dc5;
     for byte in format!("cotenant-tokens/{name}/{uid}").bytes() {

@@ -17,6 +17,7 @@ impl HostTokens {
     /// Takes the lease of `cpu` if it is free, without waiting (`Ok(false)`: taken, or a CPU
     /// the set has no lease for). Give it back with [`give_back_lease`](Self::give_back_lease),
     /// before the token.
+    #[doc(hidden)] // the pool's CPU leases: internal, no stability promise
     pub fn try_lease(&self, cpu: u32) -> Result<bool, TokensError> {
         if cpu >= self.leases {
             return Ok(false);
@@ -30,6 +31,7 @@ impl HostTokens {
     /// CPU the set has no lease for). What [`acquire`](Self::acquire) with a zero limit and then
     /// [`try_lease`](Self::try_lease) do, in one system call instead of two; the caller tries
     /// those when this fails. Give both back with [`release_with_lease`](Self::release_with_lease).
+    #[doc(hidden)] // the pool's CPU leases: internal, no stability promise
     pub fn try_acquire_with_lease(&self, cpu: u32) -> Result<bool, TokensError> {
         if cpu >= self.leases {
             return Ok(false);
@@ -55,6 +57,7 @@ impl HostTokens {
 
     /// The CPUs whose lease nobody holds right now (one `GETALL`; a snapshot, so
     /// [`try_lease`](Self::try_lease) may still find one taken).
+    #[doc(hidden)] // the pool's CPU leases: internal, no stability promise
     pub fn free_leases(&self) -> Result<Vec<u32>, TokensError> {
         if self.leases == 0 {
             return Ok(Vec::new());
@@ -72,6 +75,7 @@ impl HostTokens {
     /// A lease nobody holds is refused (an error), so that a second give-back cannot leave the
     /// lease free for two holders. The semaphore cannot tell *who* holds it: giving back
     /// another process's lease is not detected, and is a bug in the caller.
+    #[doc(hidden)] // the pool's CPU leases: internal, no stability promise
     pub fn give_back_lease(&self, cpu: u32) -> Result<(), TokensError> {
         if cpu >= self.leases {
             return Err(error(format!("set {:?}: no lease for CPU {cpu} to give back", self.name)));
@@ -94,6 +98,7 @@ impl HostTokens {
     /// atomic `semop` while nobody waits on the pipe (the common case: one system call instead
     /// of three); otherwise one after the other, waking the first waiter. Both are given back
     /// whatever fails; the error says what did.
+    #[doc(hidden)] // the pool's CPU leases: internal, no stability promise
     pub fn release_with_lease(&self, cpu: u32) -> Result<(), TokensError> {
         // The one-semop path only for a token held (see `release`); otherwise the two calls
         // below give the lease back and refuse the token.

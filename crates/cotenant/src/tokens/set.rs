@@ -321,6 +321,7 @@ impl HostTokens {
 
     /// Whether this process's hand-overs go through the pipe (`false`: the semaphore's own
     /// wait, see the module documentation).
+    #[doc(hidden)] // for cotenant's tests: internal, no stability promise
     pub fn hands_over_by_pipe(&self) -> bool {
         self.waits_on_pipe
     }

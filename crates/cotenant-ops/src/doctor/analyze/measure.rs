@@ -5,7 +5,7 @@ use super::{
     CgroupFacts, Consumer, Context, Measurements, NumaFacts, ProcessFacts, ThreadFacts, BUSY_THREAD_FRACTION,
 };
 use crate::doctor::snapshot::{ancestors, CpuGroup, Proc, Psi, Snapshot};
-use cotenant::procfs::cpulist::CpuSet;
+use cotenant::internal::procfs::cpulist::CpuSet;
 use std::collections::BTreeMap;
 
 /// Most threads and neighbours listed in the measurements.

@@ -5,7 +5,7 @@ use super::parse::{parse_numa_maps, parse_psi, parse_sched_migrations, status_nu
 use super::{Budget, CpuGroup, CpusetGroup, Hierarchy, NotRead, Proc, Snapshot, Target, Thread};
 use cotenant::{
     cpus::Probe,
-    procfs::{
+    internal::procfs::{
         cgroup, cgroupfs, cgroupfs::Quota, cpulist, cpulist::CpuSet, loadavg, mountinfo,
         mountinfo::CgroupMount, pidstat, schedstat, stat, status,
     },

@@ -22,7 +22,7 @@ pub(super) use weights::find_weight_and_cpusets;
 
 use super::Context;
 use crate::doctor::snapshot::Proc;
-use cotenant::procfs::cpulist::CpuSet;
+use cotenant::internal::procfs::cpulist::CpuSet;
 use serde::Serialize;
 
 /// How much a finding matters.

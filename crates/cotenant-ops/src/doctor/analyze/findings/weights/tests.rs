@@ -8,7 +8,7 @@ fn competing_entities_are_siblings_below_the_common_ancestor() {
     let mut s = Snapshot {
         cpu_hierarchy: Some(Hierarchy {
             version: "v1",
-            mount: cotenant::procfs::mountinfo::CgroupMount {
+            mount: cotenant::internal::procfs::mountinfo::CgroupMount {
                 root: "/".into(),
                 mount_point: "/sys/fs/cgroup/cpu".into(),
                 is_v2: false,

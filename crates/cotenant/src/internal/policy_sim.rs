@@ -10,7 +10,7 @@
 //! those that do not get a CPU wait on the run queue, which is what the tenant's sample reports
 //! as waiting workers.
 
-use super::{Policy, PolicyState, Sample};
+use crate::policy::{Policy, PolicyState, Sample};
 
 /// How the simulated kernel shares the CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
