@@ -1,7 +1,7 @@
 //! The `--json` shapes, one type per command. Field names are a public interface: add fields,
 //! do not rename them.
 
-use cotenant::cpus::{CpuBudget, Rounding, SourceRow};
+use cotenant::cpus::{Limit, Rounding, SourceRow};
 use serde::Serialize;
 
 /// `cotenant cpus --json`.
@@ -43,7 +43,7 @@ pub struct SourceJson {
 }
 
 impl CpusJson {
-    pub fn new(b: &CpuBudget, pid: Option<u32>) -> Self {
+    pub fn new(b: &Limit, pid: Option<u32>) -> Self {
         CpusJson {
             limit: b.limit(),
             threads: b.threads(Rounding::Floor),

@@ -240,7 +240,7 @@ fn explain_names_the_binding_ancestor_and_its_file() {
 
 #[test]
 fn refresh_sees_a_quota_change_on_the_live_cgroup_file_system() {
-    // `CpuBudget::refresh` re-reads files it opened at detection with pread at offset 0; this
+    // `Limit::refresh` re-reads files it opened at detection with pread at offset 0; this
     // checks that cgroupfs regenerates their text, as the fixture test cannot.
     let test = "refresh";
     let Some((layout, baseline)) = setup_or_skip(test) else { return };

@@ -3,11 +3,11 @@
 //! from the same core-crate accessors. The CLI has no library target, so its type cannot be
 //! reused; `tests/api.rs` checks the field names.
 
-use cotenant::cpus::{CpuBudget, Rounding};
+use cotenant::cpus::{Limit, Rounding};
 use serde_json::{json, Value};
 
 /// The explanation of `budget` (for the calling process: `pid` is `null`).
-pub(crate) fn cpus(budget: &CpuBudget) -> Value {
+pub(crate) fn cpus(budget: &Limit) -> Value {
     let sources: Vec<Value> = budget
         .sources()
         .into_iter()

@@ -318,7 +318,7 @@ pub unsafe extern "C" fn cotenant_pool_shutdown(pool: *mut CotenantPool) -> c_in
 }
 
 /// The CPU budget of the calling process, or `COTENANT_ERR_DETECT` naming `function`.
-fn detect(function: &str) -> Result<cotenant::CpuBudget, Error> {
+fn detect(function: &str) -> Result<cotenant::cpus::Limit, Error> {
     cotenant::cpus::detect().map_err(|e| {
         Error::new(COTENANT_ERR_DETECT, format!("{function}: cannot determine the CPU count: {e}"))
     })

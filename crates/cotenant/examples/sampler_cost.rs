@@ -1,5 +1,5 @@
 //! Splits the control thread's CPU cost into its parts, on this host: one `HostSampler::read`,
-//! one `CpuBudget::refresh` (inside it), the process clock, and the CPU a thread spends just to
+//! one `Limit::refresh` (inside it), the process clock, and the CPU a thread spends just to
 //! sleep 10 ms and wake up (what any controller at one clock tick pays, whatever it does).
 //!
 //! `cargo run --release -p cotenant --example sampler_cost`
@@ -29,7 +29,7 @@ fn main() {
     for _ in 0..n {
         budget.refresh().expect("refresh");
     }
-    println!("  of which CpuBudget::refresh: {} ns CPU per call", (thread_cpu() - c0) / u64::from(n));
+    println!("  of which Limit::refresh: {} ns CPU per call", (thread_cpu() - c0) / u64::from(n));
     let c0 = thread_cpu();
     for _ in 0..n {
         cotenant::internal::sampler::process_cpu_ns().expect("process clock");

@@ -16,7 +16,7 @@
 //!
 //! | module | what it owns |
 //! |---|---|
-//! | [`cpus`] | [`CpuBudget`]: the CPU count, every source it came from, cheap refresh |
+//! | [`cpus`] | [`cpus::Limit`]: the CPU count, every source it came from, cheap refresh |
 //! | [`pool`] | [`Pool`], [`Builder`], [`Task`], [`Full`]: the friendly pool |
 //! | [`policy`] | [`Policy`]: pure decisions from a [`policy::Sample`] |
 //! | [`metrics`] | [`Metrics`]: a pool's counters, Display and Prometheus text |
@@ -51,7 +51,12 @@ use internal::{bandwidth, procfs};
 #[cfg(not(loom))]
 use internal::sampler;
 
-pub use cpus::{CpuBudget, Rounding};
+pub use cpus::Rounding;
+
+/// The old name of [`cpus::Limit`] ("budget" also named the CPU-time quota of
+/// [`Builder::cpu_budget`]).
+#[deprecated(since = "0.2.0", note = "renamed `cotenant::cpus::Limit`")]
+pub type CpuBudget = cpus::Limit;
 pub use metrics::Metrics;
 pub use metrics::{BudgetMetrics, ElasticMetrics};
 pub use policy::Policy;

@@ -2,7 +2,7 @@
 
 use crate::{args::CpusArgs, exit, output::CpusJson};
 use anyhow::Context;
-use cotenant::cpus::{cpus_word, Constraint, CpuBudget, Probe, Rounding, SourceRow};
+use cotenant::cpus::{cpus_word, Constraint, Limit, Probe, Rounding, SourceRow};
 use std::{io::Write, process::ExitCode};
 
 pub fn run(args: &CpusArgs) -> anyhow::Result<ExitCode> {
@@ -43,7 +43,7 @@ pub fn run(args: &CpusArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The `--explain` text: a one-line answer, then a table of every source.
-fn explain(b: &CpuBudget, rounding: Rounding) -> String {
+fn explain(b: &Limit, rounding: Rounding) -> String {
     let threads = b.threads(rounding);
     let what = match (b.binding(), b.binding_level()) {
         (_, Some(level)) if std::ptr::eq(level, &b.quotas()[0]) => {

@@ -10,9 +10,9 @@
 //!    root, since a parent's limit binds its children as surely as their own.
 //!
 //! The first three are sets of CPUs and intersect; the quota is a fraction of CPUs. The result is
-//! a [`CpuBudget`], which keeps every source with the file it came from, says which one binds,
+//! a [`Limit`], which keeps every source with the file it came from, says which one binds,
 //! rounds the fractional limit to a thread count ([`Rounding`]), and can be re-read cheaply
-//! ([`CpuBudget::refresh`]): the paths are resolved once, only the numbers are read again.
+//! ([`Limit::refresh`]): the paths are resolved once, only the numbers are read again.
 //!
 //! A missing file or controller makes its source [`Source::Absent`] (recorded, not an error);
 //! a file that exists but cannot be parsed is an [`Error`] naming the file and the text.
@@ -34,12 +34,12 @@ use crate::procfs::{cgroupfs::Quota, cpulist::CpuSet, ParseError};
 use std::{fmt, io, path::PathBuf, str::FromStr};
 
 /// The budget of the calling process. Same as `Probe::system().detect()`.
-pub fn detect() -> Result<CpuBudget, Error> {
+pub fn detect() -> Result<Limit, Error> {
     Probe::system().detect()
 }
 
 /// The budget of process `pid`, read through `/proc/<pid>`.
-pub fn detect_pid(pid: u32) -> Result<CpuBudget, Error> {
+pub fn detect_pid(pid: u32) -> Result<Limit, Error> {
     Probe::system().detect_pid(pid)
 }
 
@@ -177,9 +177,11 @@ pub struct QuotaLevel {
     pub burst: Source<u64>,
 }
 
-/// A CPU-count budget: every source, the fractional limit, and which constraint binds.
+/// The CPU count a process should use: every source, the fractional limit, and which
+/// constraint binds. (Formerly `CpuBudget`; "budget" in cotenant now means only the CPU-time
+/// quota of `Builder::cpu_budget`.)
 #[derive(Debug, Clone)]
-pub struct CpuBudget {
+pub struct Limit {
     plan: probe::Plan,
     online: Source<CpuSet>,
     affinity: Source<CpuSet>,
@@ -202,7 +204,7 @@ struct Derived {
     binding_level: Option<usize>,
 }
 
-impl CpuBudget {
+impl Limit {
     /// The number of CPUs the process may run on: online ∩ cpuset ∩ affinity.
     pub fn allowed_cpus(&self) -> u32 {
         self.derived.allowed

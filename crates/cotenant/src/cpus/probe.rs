@@ -4,7 +4,7 @@
 //! 1. **Resolve** (once): parse `/proc/<pid>/cgroup` and `/proc/self/mountinfo`, decide which
 //!    hierarchy holds the cpu and cpuset controllers, walk the ancestors, and record the exact
 //!    files to read in a [`Plan`].
-//! 2. **Read** (at detection and on every [`CpuBudget::refresh`]): read only the numbers those
+//! 2. **Read** (at detection and on every [`Limit::refresh`]): read only the numbers those
 //!    files hold (online CPUs, affinity, cpuset, each level's quota). The files are opened once,
 //!    at resolve, and re-read with `pread` at offset 0: the kernel regenerates a cgroup or sysfs
 //!    file's text on every read from offset 0 (checked on a live cgroup by the `refresh` test in
@@ -16,7 +16,7 @@
 //! `/proc/self/mountinfo`: the kernel shows the other process's cgroup paths relative to the
 //! reader's cgroup namespace, and the mount points must be ones the reader can open.
 
-use super::{derive, hierarchy, hierarchy::CgroupVersion, CpuBudget, Error, Origin, QuotaLevel, Source};
+use super::{derive, hierarchy, hierarchy::CgroupVersion, Limit, Error, Origin, QuotaLevel, Source};
 use crate::procfs::{
     cgroup, cgroupfs, cgroupfs::Quota, cpulist, cpulist::CpuSet, mountinfo, status, ParseError,
 };
@@ -27,7 +27,7 @@ use std::{
     sync::Arc,
 };
 
-/// Reads the sources of a [`CpuBudget`] from the system, or from a copy of its files.
+/// Reads the sources of a [`Limit`] from the system, or from a copy of its files.
 ///
 /// ```
 /// // Tests point a probe at a fixture tree holding `proc/` and `sys/`.
@@ -56,12 +56,12 @@ impl Probe {
     }
 
     /// The budget of the calling process.
-    pub fn detect(&self) -> Result<CpuBudget, Error> {
+    pub fn detect(&self) -> Result<Limit, Error> {
         self.detect_target(None)
     }
 
     /// The budget of process `pid`.
-    pub fn detect_pid(&self, pid: u32) -> Result<CpuBudget, Error> {
+    pub fn detect_pid(&self, pid: u32) -> Result<Limit, Error> {
         self.detect_target(Some(pid))
     }
 
@@ -74,7 +74,7 @@ impl Probe {
         self.root.join(host_path.trim_start_matches('/'))
     }
 
-    fn detect_target(&self, pid: Option<u32>) -> Result<CpuBudget, Error> {
+    fn detect_target(&self, pid: Option<u32>) -> Result<Limit, Error> {
         let proc_dir = match pid {
             None => self.path("/proc/self"),
             Some(pid) => {
@@ -160,7 +160,7 @@ impl Probe {
             });
         }
 
-        Ok(CpuBudget {
+        Ok(Limit {
             plan,
             online: limits.online,
             affinity: limits.affinity,

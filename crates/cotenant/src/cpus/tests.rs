@@ -19,8 +19,8 @@ fn level(quota: Option<(u64, u64)>) -> Source<Option<Quota>> {
     }
 }
 
-fn budget(derived: Derived) -> CpuBudget {
-    CpuBudget {
+fn budget(derived: Derived) -> Limit {
+    Limit {
         plan: probe::Plan::empty_for_tests(),
         online: absent(),
         affinity: absent(),

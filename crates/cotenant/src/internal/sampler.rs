@@ -10,7 +10,7 @@
 //! - idle time: `/proc/stat` when it is the busy source, else the period minus busy time;
 //! - `procs_running`: `/proc/loadavg` (generating `/proc/stat` is much dearer, so it is read
 //!   only when it is the busy source);
-//! - quota: [`CpuBudget::refresh`]; throttling: the leaf cgroup's `cpu.stat`.
+//! - quota: [`Limit::refresh`]; throttling: the leaf cgroup's `cpu.stat`.
 //!
 //! Every file is opened once and re-read with `pread` at offset 0.
 
@@ -19,7 +19,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::cpus::{self, Constraint, CpuBudget, Origin, Source};
+use crate::cpus::{self, Constraint, Limit, Origin, Source};
 use crate::procfs::{cgroupfs, cpulist::CpuSet, loadavg, mountinfo, stat};
 
 /// A reading of the host counters; times are cumulative nanoseconds.
@@ -66,7 +66,7 @@ enum BusySource {
 
 /// Reads [`HostCounters`] for the calling process.
 pub struct HostSampler {
-    budget: CpuBudget,
+    budget: Limit,
     busy: BusySource,
     loadavg: (PathBuf, File),
     cpu_stat: Option<(PathBuf, File)>,
@@ -310,7 +310,7 @@ fn root_cpuacct_usage() -> Option<PathBuf> {
 }
 
 /// `cpu.stat` next to the leaf cgroup's quota file.
-fn leaf_cpu_stat(budget: &CpuBudget) -> Option<PathBuf> {
+fn leaf_cpu_stat(budget: &Limit) -> Option<PathBuf> {
     let leaf = budget.quotas().first()?;
     let Source::Present { origin: Origin::File(path), .. } = &leaf.quota else { return None };
     Some(path.parent()?.join("cpu.stat"))
