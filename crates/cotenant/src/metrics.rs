@@ -82,7 +82,14 @@ pub struct Metrics {
     /// An elastic pool's sizes and estimates, for a pool built with
     /// [`elastic`](crate::Builder::elastic) (its size is `target`).
     pub elastic: Option<ElasticMetrics>,
-    /// The health alerts in force (seed 002's four, over a sliding window: `crate::health`).
+    /// The health alerts in force when the snapshot was taken: queue above twice the pool
+    /// size, over 95 % of the workers busy for a minute, tasks rejected in the last minute,
+    /// completions falling while tasks wait (seed 002; thresholds and tests in
+    /// [`crate::health`]). The pool logs each alert once when it is raised and once when it
+    /// clears. The window gets a point every second (or every period, if that is longer) from
+    /// the controller of dynamic and elastic pools, and one at every
+    /// [`Pool::metrics`](crate::Pool::metrics) call (points less than a second apart replace
+    /// each other).
     pub alerts: Alerts,
 }
 
@@ -156,18 +163,6 @@ impl TokenState {
 }
 
 impl Metrics {
-    /// The health alerts in force when the snapshot was taken: queue above twice the pool
-    /// size, over 95 % of the workers busy for a minute, tasks rejected in the last minute,
-    /// completions falling while tasks wait (seed 002; thresholds and tests in
-    /// [`crate::health`]). The pool logs each alert once when it is raised and once when it
-    /// clears. The window gets a point every second (or every period, if that is longer) from
-    /// the controller of dynamic and elastic pools, and one at every
-    /// [`Pool::metrics`](crate::Pool::metrics) call (points less than a second apart replace
-    /// each other).
-    pub fn alerts(&self) -> Alerts {
-        self.alerts
-    }
-
     /// The metrics in the Prometheus text exposition format, labelled `pool="<pool>"`.
     pub fn to_prometheus(&self, pool: &str) -> String {
         let label = pool.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");

@@ -154,7 +154,7 @@ fn metrics_carry_the_health_alerts_for_prometheus() {
     let rejected = pool.spawn(|| ());
     assert!(matches!(rejected.join(), Err(cotenant::JoinError::Rejected)));
     let metrics = pool.metrics();
-    assert!(metrics.alerts().contains(cotenant::health::Alert::Rejecting), "{metrics}");
+    assert!(metrics.alerts.contains(cotenant::health::Alert::Rejecting), "{metrics}");
     let text = metrics.to_prometheus("api");
     assert!(text.contains("cotenant_pool_alert{pool=\"api\",alert=\"rejecting\"} 1"), "{text}");
     assert!(text.contains("cotenant_pool_alert{pool=\"api\",alert=\"at_capacity\"} 0"), "{text}");
