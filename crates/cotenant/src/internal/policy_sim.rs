@@ -46,7 +46,7 @@ impl Tenant {
 
 /// What happened to one tenant in one period.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Outcome {
+pub struct TenantPeriod {
     /// The target in force during the period.
     pub target: u32,
     /// CPUs it got.
@@ -76,7 +76,7 @@ impl Host {
 
     /// Runs one period with the current targets, then lets every tenant's policy decide from
     /// its own sample. Returns what each tenant got during the period.
-    pub fn step(&mut self) -> Vec<Outcome> {
+    pub fn step(&mut self) -> Vec<TenantPeriod> {
         let runnable: Vec<f64> =
             self.tenants.iter().map(|t| f64::from(t.state.target.min(t.demand).min(t.threads))).collect();
         let got = self.share(&runnable);
@@ -86,7 +86,7 @@ impl Host {
         let mut outcomes = Vec::with_capacity(self.tenants.len());
         for (i, tenant) in self.tenants.iter_mut().enumerate() {
             let waiting = (runnable[i] - got[i]).max(0.0);
-            outcomes.push(Outcome { target: tenant.state.target, cpus: got[i], waiting });
+            outcomes.push(TenantPeriod { target: tenant.state.target, cpus: got[i], waiting });
             let queued = if tenant.demand > tenant.state.target { 1 } else { 0 };
             let sample = Sample {
                 elapsed_ns: self.period_ns,
