@@ -5,12 +5,15 @@ use clap::{Args, Subcommand, ValueEnum};
 use cotenant_ops::values::{parse_load, parse_positive, parse_time};
 use std::path::PathBuf;
 
+/// Run a deterministic simulation.
 #[derive(Debug, Args)]
 pub struct SimArgs {
+    /// The simulation to run.
     #[command(subcommand)]
     pub command: SimCommand,
 }
 
+/// The simulations to choose from.
 #[derive(Debug, Subcommand)]
 pub enum SimCommand {
     /// CFS bandwidth control (seed 001): a quota per period, per-CPU local pools refilled in
@@ -29,6 +32,7 @@ pub enum SimCommand {
     Validate(SimValidateArgs),
 }
 
+/// Simulate seed 001's Table II: throttled periods per kernel variant.
 #[derive(Debug, Args)]
 pub struct SimTable2Args {
     /// CPU-bound threads, one per CPU; the quota is this many CPUs (the seed: 3).
@@ -46,6 +50,7 @@ pub struct SimTable2Args {
     /// Runs per period and variant, seeds 1..=N; the table gives the median and the range.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub seeds: u32,
+    /// Blocking and configuration writes.
     #[command(flatten)]
     pub workload: SimWorkloadArgs,
     /// Print JSON instead.
@@ -53,6 +58,7 @@ pub struct SimTable2Args {
     pub json: bool,
 }
 
+/// Simulate seed 000's Figure 7: processes with pools on a simulated host.
 #[derive(Debug, Args)]
 pub struct SimNeighboursArgs {
     /// CPUs of the simulated host.
@@ -96,6 +102,7 @@ pub struct SimNeighboursArgs {
     pub json: bool,
 }
 
+/// Compare a real neighbours run with its simulation.
 #[derive(Debug, Args)]
 pub struct SimValidateArgs {
     /// `results.json` of a real `cotenant lab neighbours` run.
@@ -142,6 +149,7 @@ pub struct SimWorkloadArgs {
     pub update_every: Option<std::time::Duration>,
 }
 
+/// Simulate CFS bandwidth control event by event.
 #[derive(Debug, Args)]
 pub struct SimBandwidthArgs {
     /// The bandwidth period.
@@ -165,8 +173,10 @@ pub struct SimBandwidthArgs {
     /// CPU-bound threads, one per CPU.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: u32,
+    /// Kernel behaviour to simulate.
     #[arg(long, value_enum, default_value_t = SimVariant::Baseline)]
     pub variant: SimVariant,
+    /// Blocking and configuration writes.
     #[command(flatten)]
     pub workload: SimWorkloadArgs,
     /// Print every event before the per-period table.
@@ -180,6 +190,7 @@ pub struct SimBandwidthArgs {
     pub json: bool,
 }
 
+/// Run an experiment on this host.
 #[derive(Debug, Args)]
 pub struct LabArgs {
     /// The experiment.
@@ -248,6 +259,7 @@ pub enum GoItems {
     PerItem,
 }
 
+/// The experiments of the lab.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Experiment {
     /// One process, fixed pools of 1 to 4 × CPUs threads (seed 000 Figure 2).
@@ -310,6 +322,7 @@ impl Experiment {
     }
 }
 
+/// Where a run's processes live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SettingArg {
     /// All processes in one cgroup.
@@ -320,6 +333,7 @@ pub enum SettingArg {
     Both,
 }
 
+/// How each process of a run sizes its pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PoolKind {
@@ -354,21 +368,28 @@ pub enum PoolKind {
     GoCotenant,
 }
 
+/// Internal: one process of a lab experiment.
 #[derive(Debug, Args)]
 pub struct LabWorkerArgs {
+    /// Pool to run the items on.
     #[arg(long, value_enum)]
     pub pool: PoolKind,
     /// Processes in the experiment (sizes the optimal pool and the fair share).
     #[arg(long)]
     pub processes: u32,
+    /// Offered load, as a fraction of the fair share of the CPUs.
     #[arg(long, value_parser = parse_load)]
     pub load: f64,
+    /// CPU time of one item, in milliseconds.
     #[arg(long, value_parser = parse_positive)]
     pub service_ms: f64,
+    /// How long items arrive, in milliseconds.
     #[arg(long)]
     pub duration_ms: u64,
+    /// How items arrive: evenly, Poisson or in bursts.
     #[arg(long, value_enum, default_value_t = crate::workload::Arrivals::Poisson)]
     pub arrivals: crate::workload::Arrivals,
+    /// Seed of the arrival schedule (mixed with the pid).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Start the schedule at this CLOCK_REALTIME instant (ns since the epoch), so that all
@@ -446,6 +467,7 @@ pub enum BatchMode {
 /// The priority of a `plain` tenant B.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BatchPriority {
+    /// Normal priority (nice unchanged).
     Normal,
     /// nice 19.
     Nice,
@@ -453,8 +475,10 @@ pub enum BatchPriority {
     Idle,
 }
 
+/// Internal: a tenant of the isolation experiment.
 #[derive(Debug, Args)]
 pub struct LabTenantArgs {
+    /// Which tenant to run.
     #[arg(value_enum)]
     pub role: TenantRole,
     /// A: pool workers (default: the CPUs).

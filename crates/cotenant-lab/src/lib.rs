@@ -22,7 +22,7 @@
 //! | `tenants.rs` | the server (A) and the batch job (B) of `isolation`, as hidden modes |
 //! | `loadgen.rs` | the open-loop HTTP load generator of `isolation` |
 //! | `throttling.rs` | seed 001: Table II on this kernel, rewrites, and the user-space CPU budget |
-//! | `spin.rs` | seed 004: a model of WiredTiger's snapshot wait, per waiting strategy, restricted and inverted |
+//! | `spin/` | seed 004: a model of WiredTiger's snapshot wait, per waiting strategy, restricted and inverted |
 //! | `sizing.rs` | seed 002: pool sizes 1 to 256 against I/O delays, and the elastic pool |
 //!
 //! Every experiment returns an [`Outcome`]; `command.rs` prints it and writes
