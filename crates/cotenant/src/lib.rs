@@ -47,9 +47,10 @@ pub mod tokens;
 pub mod wait;
 
 // Inside the crate the internals keep their short paths (`crate::procfs`, ...).
-use internal::{bandwidth, procfs};
 #[cfg(not(loom))]
 use internal::sampler;
+#[cfg_attr(loom, allow(unused_imports))] // the budget's pool is compiled out of loom builds
+use internal::{bandwidth, procfs};
 
 pub use cpus::Rounding;
 

@@ -1,0 +1,365 @@
+//! [`Builder`]: a pool's settings, their defaults and limits, and the setters; `build.rs`
+//! checks them and starts the pool.
+
+use std::time::Duration;
+
+#[cfg(not(loom))]
+use super::host_tokens;
+use super::Full;
+use crate::policy::elastic::ElasticConfig;
+use crate::policy::Policy;
+#[cfg(not(loom))]
+use crate::sync::Arc;
+
+/// The default queue capacity: room for a burst of a few thousand tasks without blocking the
+/// submitter, small enough (about 100 KiB) that a forgotten pool does not hoard memory.
+pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
+
+/// The shortest period accepted: a controller deciding more often than this would spend more
+/// CPU deciding than it saves (and the kernel's counters do not move much faster).
+pub const MIN_PERIOD: Duration = Duration::from_millis(1);
+
+/// The longest period accepted: a controller that decides less often than this cannot follow
+/// neighbours at all.
+pub const MAX_PERIOD: Duration = Duration::from_secs(10);
+
+/// Configures and starts a [`Pool`]. Every setting is optional.
+///
+/// ```
+/// use std::time::Duration;
+/// let pool = cotenant::Pool::builder()
+///     .policy(cotenant::Policy::adaptive())
+///     .threads(2)
+///     .period(Duration::from_millis(10))
+///     .queue_capacity(1024)
+///     .on_full(cotenant::Full::Block)
+///     .name("worker")
+///     .build()
+///     .unwrap();
+/// assert_eq!(pool.threads(), 2);
+/// assert!((1..=2).contains(&pool.target()));
+/// pool.shutdown();
+/// ```
+///
+/// [`Pool`]: super::Pool
+#[derive(Debug, Clone)]
+#[must_use = "a Builder does nothing until build() is called"]
+pub struct Builder {
+    pub(super) policy: Policy,
+    pub(super) threads: Option<usize>,
+    pub(super) period: Option<Duration>,
+    pub(super) queue_capacity: usize,
+    pub(super) on_full: Full,
+    pub(super) name: String,
+    pub(super) pin_workers: bool,
+    pub(super) background: bool,
+    pub(super) cpu_budget: Option<(f64, Duration)>,
+    pub(super) budget_slush: bool,
+    pub(super) elastic: Option<ElasticConfig>,
+    #[cfg(not(loom))]
+    pub(super) host_tokens: Option<Arc<crate::tokens::HostTokens>>,
+    #[cfg(not(loom))]
+    pub(super) host_tokens_wait: Duration,
+    #[cfg(not(loom))]
+    pub(super) host_tokens_leases: bool,
+    #[cfg(not(loom))]
+    pub(super) host_tokens_size_to_neighbours: bool,
+    /// `host_tokens_off`: no default set.
+    #[cfg(not(loom))]
+    pub(super) host_tokens_off: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            policy: Policy::adaptive(),
+            threads: None,
+            period: None,
+            queue_capacity: DEFAULT_QUEUE_CAPACITY,
+            on_full: Full::Block,
+            name: "cotenant".to_owned(),
+            pin_workers: false,
+            background: false,
+            cpu_budget: None,
+            budget_slush: true,
+            elastic: None,
+            #[cfg(not(loom))]
+            host_tokens: None,
+            #[cfg(not(loom))]
+            host_tokens_wait: host_tokens::DEFAULT_WAIT,
+            #[cfg(not(loom))]
+            host_tokens_leases: true,
+            #[cfg(not(loom))]
+            host_tokens_size_to_neighbours: false,
+            #[cfg(not(loom))]
+            host_tokens_off: false,
+        }
+    }
+}
+
+impl Builder {
+    /// How the target is decided. Default: [`Policy::adaptive`].
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// OS threads to start. Default: the CPUs this process may run on (online ∩ affinity ∩
+    /// cpuset, see [`crate::cpus`]), or `n` for [`Policy::fixed`]`(n)`.
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = Some(threads);
+        self
+    }
+
+    /// How often the controller re-decides the target. Default: one clock tick
+    /// (`sysconf(_SC_CLK_TCK)`, 10 ms on most kernels), the granularity of the kernel's
+    /// per-CPU time accounting. Checked (1 ms to 10 s) for every policy, used by all but
+    /// [`Policy::fixed`].
+    pub fn period(mut self, period: Duration) -> Self {
+        self.period = Some(period);
+        self
+    }
+
+    /// The most tasks that may wait in the queue. Default: [`DEFAULT_QUEUE_CAPACITY`].
+    pub fn queue_capacity(mut self, capacity: usize) -> Self {
+        self.queue_capacity = capacity;
+        self
+    }
+
+    /// What a submit does when the queue is full. Default: [`Full::Block`].
+    pub fn on_full(mut self, on_full: Full) -> Self {
+        self.on_full = on_full;
+        self
+    }
+
+    /// The worker threads' name prefix: workers are named `<name>-<index>`. Default: `cotenant`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Pin worker `i` to the `i`-th CPU this process may run on (its affinity mask at `build`,
+    /// round robin when there are more workers than CPUs). Seed 003: pinning pays even without
+    /// a neighbour, through warm caches. A binding the kernel refuses is logged and that worker
+    /// runs unpinned; [`Pool::placement`] says which. Default: off.
+    ///
+    /// [`Pool::placement`]: super::Pool::placement
+    pub fn pin_workers(mut self, pin: bool) -> Self {
+        self.pin_workers = pin;
+        self
+    }
+
+    /// Run the workers at `SCHED_IDLE`, which the kernel schedules only on CPUs nothing else
+    /// wants: for batch work that must never delay a latency-sensitive neighbour. Where
+    /// `SCHED_IDLE` is refused the workers fall back to nice 19 (logged, and reported by
+    /// [`Pool::placement`]). Default: off.
+    ///
+    /// `SCHED_IDLE` ranks threads only against the other threads of their own cgroup: a
+    /// neighbour in another cgroup still meets this pool's cgroup at its full weight and gains
+    /// little (`docs/background.md`, measured by `cotenant lab isolation`).
+    /// Give the batch job a cgroup of its own marked idle (`cpu.idle` = 1); that, not this
+    /// setting, is what protected the neighbour in the measurements.
+    ///
+    /// [`Pool::placement`]: super::Pool::placement
+    pub fn background(mut self, background: bool) -> Self {
+        self.background = background;
+        self
+    }
+
+    /// Caps the CPU time the workers use together at `cpus` CPUs' worth per `period`, in user
+    /// space (no cgroup, no root): a worker takes a slice of CPU time from a shared budget
+    /// before running tasks, charges what its thread CPU clock says it used, and parks until
+    /// the next period when the budget is spent (seed 001 §IV, `docs/cpu-budget.md`).
+    ///
+    /// A running task cannot be interrupted: a slice overruns by up to the rest of the task,
+    /// and the overrun is paid from what the previous period left unused (the slush fund),
+    /// then from the next period. Long tasks can call [`checkpoint`] to park mid-task.
+    /// Graceful [`shutdown`](super::Pool::shutdown) (and dropping the pool) keeps the budget: the
+    /// queue drains at the budget's pace, and a pool that owes a large debt waits for the
+    /// refills that pay it; [`shutdown_now`](super::Pool::shutdown_now) does not wait.
+    /// `cpus` must be positive (at least 10 µs of CPU per period) and `period` between 1 ms
+    /// and 1 s. Default: no budget.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let pool = cotenant::Pool::builder()
+    ///     .cpu_budget(1.5, Duration::from_millis(100))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(pool.spawn(|| 6 * 7).join().unwrap(), 42);
+    /// assert!(pool.metrics().budget.is_some());
+    /// ```
+    ///
+    /// [`checkpoint`]: super::checkpoint
+    pub fn cpu_budget(mut self, cpus: f64, period: Duration) -> Self {
+        self.cpu_budget = Some((cpus, period));
+        self
+    }
+
+    /// Whether an overrun of the CPU budget is paid first from the previous period's leftover
+    /// (the slush fund, on by default) or, as the kernel does, entirely from the next period.
+    /// An internal switch for `cotenant lab throttling`, not a tuning knob.
+    #[doc(hidden)]
+    pub fn cpu_budget_slush(mut self, slush: bool) -> Self {
+        self.budget_slush = slush;
+        self
+    }
+
+    /// An elastic pool for tasks that block (I/O, calls to other services): between `min` and
+    /// `max` threads, sized every period by seed 002's formula, threads = Ncpu × U × (1 + W/C),
+    /// with W/C measured on the pool's own tasks (wall time, thread CPU time and run-queue
+    /// wait) and Ncpu the CPUs the pool's [`Policy`] allows it now (so it too gives way when
+    /// the neighbours are busy). Without a backlog, Little's law (arrival rate × task time)
+    /// bounds the size; with a backlog, the size also grows while the allowed CPUs sit idle.
+    /// It grows at once and shrinks after 50 periods of wanting fewer threads (half a second
+    /// at the default period; `policy::elastic`). `max` is at most 65 536.
+    ///
+    /// Why create and retire threads here when a CPU pool parks a fixed set: a CPU pool needs
+    /// at most one thread per CPU, and a parked thread costs nothing. A blocking pool may need
+    /// hundreds of threads under load and a handful when quiet; keeping hundreds parked would
+    /// cost memory for their stacks all the time.
+    ///
+    /// Not combinable with [`threads`](Builder::threads), [`pin_workers`](Builder::pin_workers)
+    /// or [`cpu_budget`](Builder::cpu_budget) (`build` says so). Default: not elastic.
+    ///
+    /// ```
+    /// let pool = cotenant::Pool::builder().elastic(2, 64).build().unwrap();
+    /// let sleepy = pool.spawn(|| std::thread::sleep(std::time::Duration::from_millis(1)));
+    /// sleepy.join().unwrap();
+    /// let elastic = pool.metrics().elastic.unwrap();
+    /// assert_eq!((elastic.min, elastic.max), (2, 64));
+    /// assert!((2..=64).contains(&pool.target()));
+    /// ```
+    pub fn elastic(mut self, min: usize, max: usize) -> Self {
+        let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        self.elastic = Some(ElasticConfig::new(to_u32(min), to_u32(max)));
+        self
+    }
+
+    /// Share the host's CPU tokens of `tokens` with the other pools that use the same set
+    /// ([`HostTokens`](crate::tokens::HostTokens)), engaged at every task whoever else uses it.
+    /// Without this call a pool shares this user's default set for its CPUs, engaged only while
+    /// another process (or another pool of this one) shares it: see "Host tokens by default"
+    /// below and [`host_tokens_off`](Builder::host_tokens_off).
+    ///
+    /// A worker holds a token while it runs a task,
+    /// so that cooperating pools together never run more tasks at once than there are tokens
+    /// (one per CPU), and a token one pool gives back wakes a worker waiting for one, in
+    /// whichever pool (`docs/host-tokens.md`, with what it costs on a real kernel). A worker
+    /// that gets no token within [`host_tokens_wait`](Builder::host_tokens_wait) runs its task
+    /// without one and counts it in [`Metrics::token_timeouts`]. For CPU-bound tasks: a task
+    /// that blocks holds its token until the controller sees it blocked for a whole period and
+    /// takes the token back ([`Metrics::token_takebacks`]; fixed pools included), so not
+    /// combinable with
+    /// [`elastic`](Builder::elastic), nor with [`cpu_budget`](Builder::cpu_budget), whose
+    /// parking would hold it too. Under
+    /// [`Full::CallerRuns`] the submitter runs its task without a token. A task that joins
+    /// another task of its pool runs queued tasks of the pool meanwhile (see [`Task::join`]).
+    ///
+    /// **Host tokens by default.** A pool built without `host_tokens` and without
+    /// [`host_tokens_off`](Builder::host_tokens_off) opens this user's default set for the CPUs
+    /// the process may run on (one set per user and CPU set, `default-<cpulist>`, one token per
+    /// CPU; [`crate::tokens::default_set_name`]) and engages it only while another live process
+    /// counts among the set's members, or another pool of this process uses it: a process
+    /// alone takes no token and makes no system call for one. Engaging and disengaging follow
+    /// within one controller period. Elastic, background and budgeted pools have no default
+    /// set. Where no set can be had (System V IPC refused, a set on the key that another user
+    /// made), the pool runs without tokens, says why once in the log, and shows it in
+    /// [`Metrics::host_tokens`]. The environment decides for every default pool of the process:
+    /// `COTENANT_TOKENS=off` turns the default set off, `COTENANT_TOKENS_SET=NAME` names another
+    /// set (services that should cooperate apart from the rest).
+    ///
+    /// With tokens, [`Policy::adaptive`] no longer sizes the pool against its neighbours
+    /// ([`Policy::sharing_host_tokens`]; opt out with
+    /// [`host_tokens_size_to_neighbours`](Builder::host_tokens_size_to_neighbours)): the tokens
+    /// bound what the cooperating pools run, and a CPU a neighbour leaves idle serves this
+    /// pool's next task at once.
+    ///
+    /// With a token a worker also leases a CPU of its own and moves there before the task (see
+    /// [`host_tokens_leases`](Builder::host_tokens_leases)); the task runs with the worker's
+    /// own CPU mask, not bound to that CPU.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let tokens = Arc::new(cotenant::tokens::HostTokens::private(2).unwrap());
+    /// let pool = cotenant::Pool::builder().host_tokens(tokens.clone()).build().unwrap();
+    /// assert_eq!(pool.spawn(|| 6 * 7).join().unwrap(), 42);
+    /// pool.shutdown();
+    /// assert_eq!(tokens.available().unwrap(), 2, "every token is back");
+    /// ```
+    ///
+    /// [`Metrics::token_timeouts`]: crate::metrics::Metrics::token_timeouts
+    /// [`Metrics::token_takebacks`]: crate::metrics::Metrics::token_takebacks
+    /// [`Task::join`]: super::Task::join
+    /// [`Metrics::host_tokens`]: crate::metrics::Metrics::host_tokens
+    #[cfg(not(loom))]
+    pub fn host_tokens(mut self, tokens: Arc<crate::tokens::HostTokens>) -> Self {
+        self.host_tokens = Some(tokens);
+        self
+    }
+
+    /// No host tokens: neither the default set nor one given with
+    /// [`host_tokens`](Builder::host_tokens). The pool then sizes itself against its neighbours
+    /// with its policy alone (`COTENANT_TOKENS=off` does the same for every default pool of the
+    /// process).
+    ///
+    /// ```
+    /// let pool = cotenant::Pool::builder().host_tokens_off().build().unwrap();
+    /// assert_eq!(pool.metrics().host_tokens, cotenant::metrics::TokenState::Off);
+    /// ```
+    #[cfg(not(loom))]
+    pub fn host_tokens_off(mut self) -> Self {
+        self.host_tokens = None;
+        self.host_tokens_off = true;
+        self
+    }
+
+    /// How long a worker of a [`host_tokens`](Builder::host_tokens) pool waits for a token
+    /// before it runs its task without one (counted in [`Metrics::token_timeouts`]). Tokens
+    /// are handed over roughly in arrival order, so a wait lasts about (waiting workers / tokens) ×
+    /// task time: raise the limit above that for long tasks on a crowded host, or tasks will run
+    /// without tokens exactly when the host is busiest. At least 1 ms. Default: 1 s.
+    ///
+    /// [`Metrics::token_timeouts`]: crate::metrics::Metrics::token_timeouts
+    #[cfg(not(loom))]
+    pub fn host_tokens_wait(mut self, wait: Duration) -> Self {
+        self.host_tokens_wait = wait;
+        self
+    }
+
+    /// Whether a [`host_tokens`](Builder::host_tokens) pool's worker leases a CPU with its token
+    /// and moves there before the task (`docs/host-tokens.md`, "CPU leases"): without leases the
+    /// kernel may place two holders on one CPU while another idles, for a scheduler tick
+    /// (twice the service time at p99 on the test VM). The move costs nothing when the worker
+    /// is already on its leased CPU, the usual case, and three system calls otherwise; the
+    /// task is not bound there. Workers pinned for good
+    /// ([`pin_workers`](Builder::pin_workers)) never lease. Default: on.
+    #[cfg(not(loom))]
+    pub fn host_tokens_leases(mut self, leases: bool) -> Self {
+        self.host_tokens_leases = leases;
+        self
+    }
+
+    /// Whether a [`host_tokens`](Builder::host_tokens) pool's adaptive policy keeps sizing
+    /// itself against its neighbours' CPU use, as without tokens. Turn on when the neighbours
+    /// that matter do *not* share the tokens (the policy cannot tell them apart): the pool
+    /// then stays off the CPUs they were using lately, at the price of the idle CPUs of the
+    /// neighbours that do. Default: off ([`Policy::sharing_host_tokens`]).
+    #[cfg(not(loom))]
+    pub fn host_tokens_size_to_neighbours(mut self, size: bool) -> Self {
+        self.host_tokens_size_to_neighbours = size;
+        self
+    }
+}
+
+/// One clock tick: `1 s / sysconf(_SC_CLK_TCK)` (the reference implementation divided by the
+/// constant `_SC_CLK_TCK`, the *name* of the setting, and got 500 ms).
+pub fn default_period() -> Duration {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        Duration::from_nanos(1_000_000_000 / ticks as u64)
+    } else {
+        Duration::from_millis(10)
+    }
+}

@@ -1,0 +1,321 @@
+//! [`Shared`]: the state the pool handle, its workers and the controller share, and the
+//! submission protocol on it (push, the [`Full`] policies, close); `snapshot.rs` reads it
+//! into `Metrics`.
+
+use std::time::{Duration, Instant};
+
+use super::borrow::Borrow;
+use super::queue::Queue;
+use super::sleep::Sleep;
+use super::task::{Job, Outcome};
+use super::worker::{self, WorkerStats};
+#[cfg(not(loom))]
+use super::{budget, control, elastic, host_tokens};
+use super::{Full, JoinError};
+#[cfg(not(loom))]
+use crate::sync::Arc;
+use crate::sync::Ordering;
+use crate::sync::{
+    fence, lock, thread, wait_timeout, AtomicBool, AtomicU64, AtomicUsize, CachePadded, Condvar, Mutex,
+};
+
+/// How long a submitter blocked on a full queue waits before it tries again even if no worker
+/// woke it (`Shared::push_blocking`).
+const BLOCKED_RETRY: Duration = Duration::from_millis(10);
+
+/// The highest bit of `Shared::gate`: set once the pool stops accepting tasks. The other bits
+/// count submits in progress, so that shutdown can wait until no push is in flight.
+const CLOSED: usize = 1 << (usize::BITS - 1);
+
+/// State shared by the pool handle, its workers and the controller.
+pub(crate) struct Shared {
+    pub(super) queue: Queue<Job>,
+    pub(crate) sleep: Sleep,
+    pub(super) gate: AtomicUsize,
+    pub(super) stopped: AtomicBool,
+    pub(super) cancelling: AtomicBool,
+    pub(super) on_full: Full,
+    /// Whether a controller decides the target (a submit then wakes a napping controller).
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(super) dynamic: bool,
+    pub(crate) borrow: Borrow,
+    /// Workers woken beyond the target (see `borrow.rs`).
+    pub(super) borrows: AtomicU64,
+    /// Submitters waiting for room (`Full::Block`), and what they wait on.
+    pub(super) blocked: AtomicUsize,
+    pub(super) blocked_lock: Mutex<()>,
+    pub(super) not_full: Condvar,
+    pub(crate) workers: Box<[CachePadded<WorkerStats>]>,
+    /// Worker threads that have not exited yet, and what `stop` waits on: whoever calls
+    /// `shutdown` second (or from a task) still returns only once every worker is gone.
+    pub(super) live: Mutex<usize>,
+    pub(super) exited: Condvar,
+    pub(super) rejected: AtomicU64,
+    pub(super) caller_ran: AtomicU64,
+    pub(crate) decisions: AtomicU64,
+    pub(crate) sample_errors: AtomicU64,
+    /// Features turned off or readings missed because the kernel refused a read, counted by
+    /// `build` and the controller (the workers count theirs in `WorkerStats::degradations`):
+    /// `Metrics::degradations`, `crate::metrics::Degradation`.
+    pub(crate) degradations: std::sync::atomic::AtomicU64,
+    pub(crate) epoch: Instant,
+    /// The user-space CPU budget, if the pool has one (`budget.rs`).
+    #[cfg(not(loom))]
+    pub(crate) budget: Option<Arc<budget::Budget>>,
+    /// The host's CPU tokens, if the pool shares them (`host_tokens.rs`).
+    #[cfg(not(loom))]
+    pub(crate) host_tokens: Option<host_tokens::PoolTokens>,
+    /// Why the pool has no tokens, or (with tokens) the state at build (`Metrics::host_tokens`).
+    #[cfg(not(loom))]
+    pub(super) tokens_state: crate::metrics::TokenState,
+    /// An elastic pool's settings and counters (`elastic.rs`).
+    #[cfg(not(loom))]
+    pub(crate) elastic: Option<elastic::Elastic>,
+    /// Under loom: whether the pool is elastic (its retirement is modelled without the meter).
+    #[cfg(loom)]
+    pub(super) elastic: bool,
+    /// The health alerts' sliding window (`crate::health`), and when it last got a point
+    /// (ns since `epoch`).
+    #[cfg(not(loom))]
+    pub(super) health: std::sync::Mutex<crate::health::Health>,
+    #[cfg(not(loom))]
+    pub(super) health_at_ns: AtomicU64,
+}
+
+pub(super) enum Refused {
+    Full(Job),
+    ShutDown(Job),
+}
+
+impl Shared {
+    /// The pool accepts nothing more and no submit is in flight: workers drain and exit.
+    /// Set by `close` only after the last in-flight push finished, so a worker that sees it
+    /// and then an empty queue can exit without stranding a task.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Closed, and no submit is between its gate check and its push.
+    fn is_quiet(&self) -> bool {
+        self.gate.load(Ordering::SeqCst) == CLOSED
+    }
+
+    pub(super) fn is_cancelling(&self) -> bool {
+        self.cancelling.load(Ordering::Relaxed)
+    }
+
+    /// Whether the calling thread is one of this pool's workers.
+    pub(crate) fn is_own_worker(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            worker::CURRENT_POOL.with(|current| current.get() == self as *const Shared as usize)
+        }
+        #[cfg(loom)]
+        {
+            false
+        }
+    }
+
+    /// Whether this is an elastic pool (its workers above the target retire).
+    pub(crate) fn is_elastic(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            self.elastic.is_some()
+        }
+        #[cfg(loom)]
+        {
+            self.elastic
+        }
+    }
+
+    /// Called by an elastic pool's worker that exits because it is above the size.
+    pub(crate) fn worker_retired(&self) {
+        #[cfg(not(loom))]
+        if let Some(elastic) = &self.elastic {
+            elastic.retired.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Called by each worker thread as it exits.
+    pub(crate) fn worker_exited(&self) {
+        *lock(&self.live) -= 1;
+        self.exited.notify_all();
+    }
+
+    pub(crate) fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Step P (README): one attempt to enqueue; on success wakes an allowed sleeper if any.
+    pub(super) fn push(&self, job: Job) -> Result<(), Refused> {
+        if self.gate.fetch_add(1, Ordering::SeqCst) & CLOSED != 0 {
+            self.gate.fetch_sub(1, Ordering::SeqCst);
+            return Err(Refused::ShutDown(job));
+        }
+        let result = match self.queue.push(job) {
+            Ok(()) => {
+                // Pairs with the fences in `Sleep::sleep` and `Sleep::set_target`.
+                fence(Ordering::SeqCst);
+                if !self.sleep.wake_one_allowed() {
+                    self.maybe_borrow();
+                }
+                #[cfg(not(loom))]
+                if self.dynamic {
+                    control::nudge();
+                }
+                #[cfg(not(loom))]
+                if let Some(elastic) = &self.elastic {
+                    elastic.arrivals.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                Ok(())
+            }
+            Err(job) => Err(Refused::Full(job)),
+        };
+        self.gate.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+
+    /// Enqueues under the pool's [`Full`] policy. `Err` gives back a job that must not run.
+    pub(super) fn submit(&self, job: Job) -> Result<(), JoinError> {
+        let job = match self.push(job) {
+            Ok(()) => return Ok(()),
+            Err(Refused::ShutDown(job)) => {
+                self.rejected.fetch_add(1, Ordering::Relaxed);
+                drop(job);
+                return Err(JoinError::Rejected);
+            }
+            Err(Refused::Full(job)) => job,
+        };
+        match self.on_full {
+            // A worker of this pool waiting for room in its own queue could wait forever (it
+            // may be the only allowed worker): it runs the task itself instead.
+            Full::Block if self.is_own_worker() => {
+                self.caller_ran.fetch_add(1, Ordering::Relaxed);
+                if job.run() == Outcome::Panicked {
+                    self.workers[0].panicked.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            }
+            Full::Block => self.push_blocking(job),
+            Full::CallerRuns => {
+                self.caller_ran.fetch_add(1, Ordering::Relaxed);
+                // The job resolves its own Task; a panic is caught inside it.
+                if job.run() == Outcome::Panicked {
+                    self.workers[0].panicked.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            }
+            Full::Reject => {
+                self.rejected.fetch_add(1, Ordering::Relaxed);
+                drop(job);
+                Err(JoinError::Rejected)
+            }
+        }
+    }
+
+    /// Waits for room in the queue (`Full::Block`); rejected if the pool closes meanwhile.
+    fn push_blocking(&self, mut job: Job) -> Result<(), JoinError> {
+        loop {
+            self.blocked.fetch_add(1, Ordering::SeqCst);
+            let guard = lock(&self.blocked_lock);
+            // Retry after registering: a worker that pops from now on will see `blocked` and
+            // notify under `blocked_lock`, which we hold until `wait` releases it.
+            match self.push(job) {
+                Ok(()) => {
+                    drop(guard);
+                    self.blocked.fetch_sub(1, Ordering::SeqCst);
+                    return Ok(());
+                }
+                Err(Refused::ShutDown(refused)) => {
+                    drop(guard);
+                    self.blocked.fetch_sub(1, Ordering::SeqCst);
+                    self.rejected.fetch_add(1, Ordering::Relaxed);
+                    drop(refused);
+                    return Err(JoinError::Rejected);
+                }
+                Err(Refused::Full(back)) => job = back,
+            }
+            // The timeout is a backstop, not the protocol: producers that never block
+            // (`try_spawn`, tasks of this pool) can keep the queue above half full, and a
+            // blocked submitter must still get its turn.
+            drop(wait_timeout(&self.not_full, guard, BLOCKED_RETRY));
+            self.blocked.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A worker took a task: if submitters wait for room and the queue is at most half full,
+    /// wake them all (they also retry every `BLOCKED_RETRY`).
+    ///
+    /// Why half: waking a blocked submitter at every pop costs a wake-up and a context switch
+    /// per task, and on a shared host those wake-ups land on the neighbours' CPUs (a background
+    /// pool's feeder woken at every pop gave a neighbour's p99 tens of milliseconds; RESULTS.md,
+    /// "isolation"). Waking at half lets a submitter refill half the queue per wake-up while
+    /// the workers still have half of it to run. No wake-up is lost: a submitter registers in
+    /// `blocked` before its last try, so while it waits the queue was full after it registered,
+    /// and the workers pop until the queue is empty; one of those pops leaves it at most half
+    /// full and sees `blocked` (the fence pairs with `push_blocking`'s registration).
+    pub(super) fn after_pop(&self) {
+        if self.on_full != Full::Block {
+            return;
+        }
+        fence(Ordering::SeqCst);
+        if self.blocked.load(Ordering::SeqCst) > 0 && self.queue.len() <= self.queue.capacity() / 2 {
+            let _guard = lock(&self.blocked_lock);
+            self.not_full.notify_all();
+        }
+    }
+
+    /// Stops accepting; waits out in-flight submits; cancels the queue if `cancel`; wakes
+    /// everyone. Idempotent.
+    pub(super) fn close(&self, cancel: bool) {
+        if cancel {
+            self.cancelling.store(true, Ordering::SeqCst);
+            #[cfg(not(loom))]
+            if let Some(budget) = &self.budget {
+                budget.cancel();
+            }
+        }
+        self.gate.fetch_or(CLOSED, Ordering::SeqCst);
+        while !self.is_quiet() {
+            thread::yield_now();
+        }
+        self.stopped.store(true, Ordering::SeqCst);
+        if cancel {
+            while let Some(job) = self.queue.pop() {
+                drop(job); // resolves its Task as Cancelled
+            }
+        }
+        {
+            let _guard = lock(&self.blocked_lock);
+            self.not_full.notify_all();
+        }
+        self.sleep.wake_all();
+    }
+
+    pub(crate) fn running(&self) -> usize {
+        self.workers.iter().filter(|worker| worker.is_busy()).count()
+    }
+
+    /// Step B (`borrow.rs`): a task waits, no allowed worker sleeps; if every allowed worker
+    /// is busy and a CPU is idle now, wake one worker beyond the target for it. Called by a
+    /// submit that woke nobody and by an allowed worker that finished a task with more
+    /// queued. Purely additive: the allowed workers still take the task if nobody is borrowed.
+    pub(crate) fn maybe_borrow(&self) {
+        let limit = self.borrow.limit().min(self.workers.len());
+        let target = self.sleep.target();
+        if limit <= target || self.queue.is_empty() {
+            return;
+        }
+        // An allowed worker that is not busy is spinning or about to pop: it will take it.
+        if self.workers[..target].iter().any(|worker| !worker.is_busy()) {
+            return;
+        }
+        if !self.borrow.submit_may_borrow(worker::nanos_since(self.epoch), self.is_own_worker()) {
+            return;
+        }
+        if self.sleep.wake_borrower(limit, |index| self.workers[index].borrowed.store(true, Ordering::SeqCst))
+        {
+            self.borrows.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

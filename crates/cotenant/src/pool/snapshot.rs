@@ -1,0 +1,131 @@
+//! Reading a pool's [`Shared`] state into [`Metrics`], and the health alerts' sliding window
+//! fed from it (by `Pool::metrics` and, every `HEALTH_EVERY`, by the controller).
+
+#[cfg(not(loom))]
+use std::time::Duration;
+
+#[cfg(not(loom))]
+use super::worker;
+use super::worker::WorkerStats;
+use super::Shared;
+use crate::metrics::Metrics;
+#[cfg(not(loom))]
+use crate::sync::lock;
+use crate::sync::Ordering;
+
+/// How often the controller adds a point to a pool's health window (`crate::health`).
+#[cfg(not(loom))]
+const HEALTH_EVERY: Duration = Duration::from_secs(1);
+
+impl Shared {
+    /// The pool's counters and gauges now (alerts not evaluated).
+    pub(crate) fn snapshot(&self) -> Metrics {
+        let shared = self;
+        let sum = |f: fn(&WorkerStats) -> u64| shared.workers.iter().map(|w| f(w)).sum::<u64>();
+        Metrics {
+            threads: shared.workers.len(),
+            target: shared.sleep.target(),
+            running: shared.running(),
+            queued: shared.queue.len(),
+            queue_capacity: shared.queue.capacity(),
+            completed: sum(|w| w.completed.load(Ordering::Relaxed))
+                + shared.caller_ran.load(Ordering::Relaxed),
+            caller_ran: shared.caller_ran.load(Ordering::Relaxed),
+            rejected: shared.rejected.load(Ordering::Relaxed),
+            panicked: sum(|w| w.panicked.load(Ordering::Relaxed)),
+            decisions: shared.decisions.load(Ordering::Relaxed),
+            sample_errors: shared.sample_errors.load(Ordering::Relaxed),
+            borrows: shared.borrows.load(Ordering::Relaxed),
+            degradations: shared.degradations.load(std::sync::atomic::Ordering::Relaxed)
+                + sum(|w| w.degradations.load(std::sync::atomic::Ordering::Relaxed)),
+            #[cfg(not(loom))]
+            token_timeouts: shared.host_tokens.as_ref().map_or(0, |t| t.timeouts.load(Ordering::Relaxed)),
+            #[cfg(not(loom))]
+            token_takes: shared.host_tokens.as_ref().map_or(0, |t| t.taken.load(Ordering::Relaxed)),
+            #[cfg(not(loom))]
+            token_errors: shared.host_tokens.as_ref().map_or(0, |t| t.errors.load(Ordering::Relaxed)),
+            #[cfg(not(loom))]
+            token_fallback_periods: shared
+                .host_tokens
+                .as_ref()
+                .map_or(0, |t| t.fallback_periods.load(Ordering::Relaxed)),
+            #[cfg(not(loom))]
+            token_takebacks: shared.host_tokens.as_ref().map_or(0, |t| t.taken_back.load(Ordering::Relaxed)),
+            #[cfg(not(loom))]
+            host_tokens: match &shared.host_tokens {
+                Some(tokens) if tokens.is_engaged() => crate::metrics::TokenState::Engaged,
+                Some(_) => crate::metrics::TokenState::Alone,
+                None => shared.tokens_state,
+            },
+            #[cfg(loom)]
+            token_takebacks: 0,
+            #[cfg(loom)]
+            token_timeouts: 0,
+            #[cfg(loom)]
+            token_fallback_periods: 0,
+            #[cfg(loom)]
+            token_takes: 0,
+            #[cfg(loom)]
+            token_errors: 0,
+            #[cfg(loom)]
+            host_tokens: crate::metrics::TokenState::Off,
+            #[cfg(not(loom))]
+            budget: shared.budget.as_ref().map(|budget| crate::metrics::BudgetMetrics {
+                quota_ns: budget.bandwidth.quota_ns(),
+                period_ns: budget.bandwidth.period_ns(),
+                periods: budget.periods(),
+                throttled_periods: budget.bandwidth.throttled_periods(),
+                short_periods: budget.bandwidth.short_periods(),
+                charged_ns: budget.bandwidth.charged_ns(),
+            }),
+            #[cfg(loom)]
+            budget: None,
+            #[cfg(not(loom))]
+            elastic: shared.elastic.as_ref().map(|elastic| {
+                use std::sync::atomic::Ordering::Relaxed;
+                crate::metrics::ElasticMetrics {
+                    min: elastic.config.min as usize,
+                    max: elastic.config.max as usize,
+                    live: *lock(&shared.live),
+                    started: elastic.started.load(Relaxed),
+                    retired: elastic.retired.load(Relaxed),
+                    cpus: elastic.cpus.load(Relaxed),
+                    task_cpu_ns: elastic.compute_ns.load(Relaxed),
+                    task_wait_ns: elastic.wait_ns.load(Relaxed),
+                }
+            }),
+            #[cfg(loom)]
+            elastic: None,
+            alerts: crate::health::Alerts::default(),
+        }
+    }
+
+    /// Adds `metrics` to the health window and logs each alert that changed, once.
+    #[cfg(not(loom))]
+    pub(crate) fn observe_health(&self, metrics: &Metrics) -> crate::health::Alerts {
+        let now = self.epoch.elapsed();
+        self.health_at_ns.store(u64::try_from(now.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        let mut health = self.health.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for transition in health.observe(now, metrics) {
+            let alert = transition.alert.as_str();
+            if transition.raised {
+                tracing::warn!(alert, advice = transition.alert.advice(), %metrics, "cotenant pool alert raised");
+            } else {
+                tracing::info!(alert, %metrics, "cotenant pool alert cleared");
+            }
+        }
+        health.alerts()
+    }
+
+    /// The controller's call each period: a health point at most every `HEALTH_EVERY`, so that
+    /// alerts are logged even when nobody reads the metrics.
+    #[cfg(not(loom))]
+    pub(crate) fn health_tick(&self) {
+        let now = worker::nanos_since(self.epoch);
+        let last = self.health_at_ns.load(Ordering::Relaxed);
+        if last == 0 || now.saturating_sub(last) >= HEALTH_EVERY.as_nanos() as u64 {
+            let metrics = self.snapshot();
+            self.observe_health(&metrics);
+        }
+    }
+}
