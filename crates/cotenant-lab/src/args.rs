@@ -443,7 +443,6 @@ pub struct LabWorkerArgs {
     pub chunks: Option<u32>,
 }
 
-/// A finite number in `(0, max]`; `what` says what it is, in the error.
 /// Which tenant of `lab isolation`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TenantRole {
@@ -506,4 +505,3 @@ pub struct LabTenantArgs {
     #[arg(long)]
     pub parent: u32,
 }
-

@@ -17,10 +17,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 
-use cotenant_ops::cgroup::{Cgroup, LAB_PREFIX};
-use cotenant_ops::stats::median;
 use super::runner::{run_workers_at, WorkerSpec, START_DELAY};
 use super::{Lab, Outcome};
+use cotenant_ops::cgroup::{Cgroup, LAB_PREFIX};
+use cotenant_ops::stats::median;
 
 /// The three configurations, in table order.
 const CONFIGS: [(&str, Option<f64>, &str); 3] = [

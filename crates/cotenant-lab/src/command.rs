@@ -15,8 +15,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::args::{Experiment, LabArgs};
 use crate as lab;
+use crate::args::{Experiment, LabArgs};
 use crate::{Lab, Outcome};
 
 /// The experiments `all` runs, in order.
@@ -45,6 +45,10 @@ struct Results<'a> {
     verdicts: &'a [String],
 }
 
+/// `cotenant lab <experiment>`: runs the experiment (every one for `all`, in turn), prints
+/// each outcome and, with `--out`, writes it under `DIR/<experiment>/` (rows as they are
+/// measured); `lab clean` removes what killed labs left instead. Exits with failure when a
+/// run failed.
 pub fn run(args: &LabArgs) -> anyhow::Result<ExitCode> {
     if args.experiment == Experiment::Clean {
         return clean();
@@ -56,7 +60,7 @@ pub fn run(args: &LabArgs) -> anyhow::Result<ExitCode> {
     );
     // Before anything is created: from here on a signal removes whatever the lab made.
     lab::cgroup::install_signal_cleanup()?;
-    // The default pools of every worker and tenant share the lab's own token set (runner.rs):
+    // The default pools of every worker and tenant share the lab's own token set (runner/child.rs):
     // recorded before any of them can create it, removed when the lab ends however it ends.
     lab::cgroup::record_token_set(lab::neighbours::LAB_TOKENS)?;
     let _lab_set = LabSetCleanup;

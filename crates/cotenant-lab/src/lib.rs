@@ -9,19 +9,19 @@
 //! | `args.rs` | the clap definitions of `lab`, `sim` and the hidden worker modes |
 //! | `command.rs` | `cotenant lab`: runs experiments, prints and writes their outcomes |
 //! | `sim/` | `cotenant sim`: the simulator's commands, tables and charts |
-//! | `runner.rs` | starting a run's processes at one instant, collecting their reports by a deadline |
+//! | `runner/` | starting a run's processes at one instant, collecting their reports by a deadline |
 //! | `host.rs` | host facts and the quiet-host check before each run |
 //! | `overcommit.rs` | Figures 2 and 3: one process, 1 to 4 × CPUs threads, with and without a lock |
 //! | `quota.rs` | Figure 5: quotas in real cgroups, including a Go program (`gobuild.rs`) |
-//! | `neighbours.rs` | Figure 7 (and `factor`, Figure 8, and `headline`): P processes, pool kinds, two settings |
+//! | `neighbours/` | Figure 7 (and `factor`, Figure 8, and `headline`): P processes, pool kinds, two settings |
 //! | `burst.rs` | §4: a bursty and a steady tenant, quotas against adaptive pools |
 //! | `fairness.rs` | A alone, then B: CPU shares over time and Jain's index |
 //! | `plot.rs` | line charts as SVG and PNG (plotters) |
 //! | `runtimes.rs` | Table 2: what each language runtime believes about its CPUs |
-//! | `isolation.rs` | seed 003: an HTTP server next to a batch job, every isolation option |
+//! | `isolation/` | seed 003: an HTTP server next to a batch job, every isolation option |
 //! | `tenants.rs` | the server (A) and the batch job (B) of `isolation`, as hidden modes |
 //! | `loadgen.rs` | the open-loop HTTP load generator of `isolation` |
-//! | `throttling.rs` | seed 001: Table II on this kernel, rewrites, and the user-space CPU budget |
+//! | `throttling/` | seed 001: Table II on this kernel, rewrites, and the user-space CPU budget |
 //! | `spin/` | seed 004: a model of WiredTiger's snapshot wait, per waiting strategy, restricted and inverted |
 //! | `sizing.rs` | seed 002: pool sizes 1 to 256 against I/O delays, and the elastic pool |
 //!
@@ -33,7 +33,6 @@
 pub mod args;
 pub mod burst;
 pub mod command;
-pub mod sim;
 pub mod fairness;
 pub mod gobuild;
 pub mod host;
@@ -45,6 +44,7 @@ pub mod plot;
 pub mod quota;
 pub mod runner;
 pub mod runtimes;
+pub mod sim;
 pub mod sizing;
 pub mod spin;
 pub mod tenants;

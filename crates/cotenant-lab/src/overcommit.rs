@@ -6,10 +6,10 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use cotenant_ops::stats::median;
 use super::runner::{fixed_pool_args, run_workers, WorkerSpec};
 use super::{Chart, Lab, Outcome, Series};
 use crate::args::LabArgs;
+use cotenant_ops::stats::median;
 
 /// One thread count's medians over repeats.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -37,9 +37,13 @@ pub fn run(lab: &Lab, args: &LabArgs, mutex: bool) -> anyhow::Result<Outcome> {
     let capacity = if mutex { 1.0 } else { f64::from(cpus) };
     let name = if mutex { "contention" } else { "overcommit" };
     let cgroup = match &lab.layout {
-        Ok(layout) => {
-            Some(cotenant_ops::cgroup::Cgroup::create(layout, cotenant_ops::cgroup::LAB_PREFIX, name, false, None)?)
-        }
+        Ok(layout) => Some(cotenant_ops::cgroup::Cgroup::create(
+            layout,
+            cotenant_ops::cgroup::LAB_PREFIX,
+            name,
+            false,
+            None,
+        )?),
         Err(_) => None,
     };
     let mut outcome = Outcome::default();

@@ -8,11 +8,11 @@ use std::fmt::Write as _;
 
 use anyhow::Context as _;
 
-use cotenant_ops::cgroup::{Cgroup, LAB_PREFIX};
 use super::gobuild::{go_worker, GoWorker};
-use cotenant_ops::stats::median;
 use super::runner::{run_workers, WorkerSpec};
 use super::{Chart, Lab, Outcome, Series};
+use cotenant_ops::cgroup::{Cgroup, LAB_PREFIX};
+use cotenant_ops::stats::median;
 
 /// The quotas to run on `cpus` CPUs: 0.5 to `cpus` in steps of 0.5 (quick: the smallest and
 /// the largest below the CPU count, and the CPU count).

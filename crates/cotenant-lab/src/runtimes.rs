@@ -32,9 +32,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use cotenant_ops::cgroup::{Cgroup, Layout, LAB_PREFIX};
 use super::runner::{is_not_found, run_bounded_output, BUILD_DEADLINE, PROBE_DEADLINE};
 use super::Outcome;
+use cotenant_ops::cgroup::{Cgroup, Layout, LAB_PREFIX};
 use cotenant_ops::private_dir;
 
 /// The probes' folder in the user's cache directory (see [`private_dir::cache_dir`]).

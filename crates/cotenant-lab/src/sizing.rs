@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::json;
 
-use cotenant_ops::stats::median;
 use super::workload::{calibrate, Calibration};
 use super::{Chart, Lab, Outcome, Series};
+use cotenant_ops::stats::median;
 
 /// The I/O delays of the seed's benchmark (ms).
 const DELAYS_MS: [u64; 4] = [0, 5, 20, 50];
@@ -172,6 +172,8 @@ fn cliff(curve: &[(usize, f64)]) -> Option<usize> {
     curve.iter().find(|&&(size, t)| size > best_at && t < 0.9 * best).map(|&(size, _)| size)
 }
 
+/// Runs the experiment: at each I/O delay, every fixed pool size and the elastic pool,
+/// interleaved within each repeat.
 pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
     let quick = args.quick;
     let delays: &[u64] = if quick { &QUICK_DELAYS_MS } else { &DELAYS_MS };

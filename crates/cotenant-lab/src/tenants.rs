@@ -35,6 +35,9 @@ pub struct BatchReport {
     pub priority: String,
 }
 
+/// `cotenant lab-tenant server|batch`: runs one tenant of `lab isolation` until the lab is
+/// done with it; it dies with the lab (`PR_SET_PDEATHSIG`) and refuses to start once the lab
+/// (`--parent`) is gone.
 pub fn run(args: &LabTenantArgs) -> anyhow::Result<ExitCode> {
     // SAFETY: prctl with PR_SET_PDEATHSIG and a signal number has no memory effects.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };

@@ -30,11 +30,12 @@ pub struct WorkerReport {
     /// Workers woken beyond the target onto an idle CPU (borrowing; absent in old reports).
     #[serde(default)]
     pub borrows: u64,
-    /// With host tokens: tasks run without a token because none came in time, and tokens
-    /// the controller took back from tasks blocked while holding one (absent in old reports
-    /// and in the Go worker's).
+    /// With host tokens: tasks run without a token because none came in time (absent in old
+    /// reports and in the Go worker's).
     #[serde(default)]
     pub token_timeouts: u64,
+    /// With host tokens: tokens the controller took back from tasks blocked while holding one
+    /// (absent in old reports and in the Go worker's).
     #[serde(default)]
     pub token_takebacks: u64,
     /// Host tokens taken (0 for a pool that never engaged its tokens; absent in old reports).
@@ -227,6 +228,9 @@ fn with_series<T>(
     })
 }
 
+/// `cotenant lab-worker`: checks that its parent is still the lab (and dies with it), builds
+/// the pool, waits for the common start, serves its schedule, and prints its [`WorkerReport`]
+/// as one JSON line on stdout.
 pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
     // SAFETY: prctl with PR_SET_PDEATHSIG and a signal number has no memory effects.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
@@ -259,8 +263,11 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
     }
     let lock = args.mutex.then(|| std::sync::Arc::new(std::sync::Mutex::new(())));
     let duration = Duration::from_millis(args.duration_ms);
-    let cpu_before =
-        (cotenant::internal::sampler::process_cpu_ns().unwrap_or(0), thread_cpu_ns(), std::time::Instant::now());
+    let cpu_before = (
+        cotenant::internal::sampler::process_cpu_ns().unwrap_or(0),
+        thread_cpu_ns(),
+        std::time::Instant::now(),
+    );
     let budget_before = pool.metrics().budget;
     let (items, series) = with_series(&pool, args.series_ms.map(Duration::from_millis), || {
         if args.saturate {

@@ -12,6 +12,8 @@ use std::process::ExitCode;
 
 use crate::args::{SimArgs, SimCommand};
 
+/// `cotenant sim <command>`: runs the simulation `args` names and prints its tables (and
+/// writes its charts where asked).
 pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
         SimCommand::Bandwidth(a) => bandwidth::run(a),

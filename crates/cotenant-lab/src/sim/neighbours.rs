@@ -15,9 +15,7 @@ use serde_json::json;
 
 use super::ns;
 use crate::args::{PoolKind, SettingArg, SimNeighboursArgs, SimValidateArgs};
-use crate::neighbours::{
-    aggregate, charts, figures_of, table, Aggregate, Key, Plan, RunFigures, Setting,
-};
+use crate::neighbours::{aggregate, charts, figures_of, table, Aggregate, Key, Plan, RunFigures, Setting};
 use crate::worker::SummaryRow;
 use crate::Outcome;
 

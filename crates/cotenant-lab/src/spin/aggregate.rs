@@ -44,6 +44,9 @@ pub(super) struct Cell {
     pub(super) server_p999: Vec<f64>,
 }
 
+/// Part 2, per (sessions per CPU, strategy index): throughputs and p99.9s (ms).
+pub(super) type Sweep = BTreeMap<(usize, usize), (Vec<f64>, Vec<f64>)>;
+
 /// What every run of `lab spin` measured, gathered for the report.
 #[derive(Default)]
 pub(super) struct Measured {
@@ -52,7 +55,7 @@ pub(super) struct Measured {
     /// The inverted scenario's latencies per second, per strategy, of the first repeat.
     pub(super) timelines: Vec<(Strategy, Vec<Histogram<u64>>)>,
     /// Part 2, per (sessions per CPU, strategy index): throughputs and p99.9s (ms).
-    pub(super) sweep: BTreeMap<(usize, usize), (Vec<f64>, Vec<f64>)>,
+    pub(super) sweep: Sweep,
     /// Part 3, per strategy index: throughputs.
     pub(super) uncontended: BTreeMap<usize, Vec<f64>>,
     /// Why the nice -20 boost was refused, the first time it was.

@@ -148,11 +148,7 @@ fn write_scenarios(report: &mut String, cells: &BTreeMap<(usize, usize), Cell>) 
 }
 
 /// The sessions sweep's table; returns the summary's `sessions_sweep`.
-fn write_sweep(
-    report: &mut String,
-    plan: &Plan,
-    sweep: &BTreeMap<(usize, usize), (Vec<f64>, Vec<f64>)>,
-) -> Vec<serde_json::Value> {
+fn write_sweep(report: &mut String, plan: &Plan, sweep: &super::aggregate::Sweep) -> Vec<serde_json::Value> {
     let (per_cpu, restricted) = (plan.per_cpu, plan.restricted);
     report.push_str("## Throughput against sessions (restricted, boosted sessions at nice -20 throughout; seed Figure 4)\n\n| sessions per CPU | sessions |");
     for strategy in Strategy::ALL {

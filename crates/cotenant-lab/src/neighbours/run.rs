@@ -1,0 +1,342 @@
+//! The code that runs a plan on this host: the lab's token set, the cgroups and worker
+//! processes of one run, the Go worker's calibration, and the rows each run records.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use super::aggregate::figures;
+use super::plan::{kind_name, Key, Plan, RunConfig, Setting};
+use super::verdict::{charts, table};
+use crate::args::{GoItems, LabArgs, PoolKind};
+use crate::gobuild::{go_worker, GoWorker};
+use crate::runner::{run_workers, WorkerSpec};
+use crate::worker::WorkerReport;
+use crate::{Lab, Outcome};
+use cotenant_ops::cgroup::{Cgroup, Layout};
+use cotenant_ops::stats::median;
+
+/// The Go worker's arguments for `config` on a host of `cpus` CPUs.
+pub(super) fn go_worker_args(config: &RunConfig, cpus: u32) -> Vec<String> {
+    let processes = config.processes.max(1);
+    let mut args: Vec<String> = vec![
+        "--processes".into(),
+        processes.to_string(),
+        "--fair-cpus".into(),
+        (f64::from(cpus) / f64::from(processes)).to_string(),
+        "--load".into(),
+        config.load.to_string(),
+        "--service-ms".into(),
+        config.service_ms.to_string(),
+        "--duration-ms".into(),
+        config.duration_ms.to_string(),
+        "--seed".into(),
+        config.repeat.to_string(),
+    ];
+    if config.go_items == GoItems::Limited {
+        args.push("--limit".into());
+    }
+    if config.go_chunks > 0 {
+        args.extend(["--chunks".into(), config.go_chunks.to_string()]);
+    }
+    match config.kind {
+        PoolKind::GoOptimal => args.extend(["--gomaxprocs".into(), (cpus / processes).max(1).to_string()]),
+        PoolKind::GoCotenant => args.push("--cotenant".into()),
+        _ => {}
+    }
+    args
+}
+
+/// The token set of an `adaptive` run: one token per CPU, removed when the run ends however it
+/// ends: dropped, or by the lab's signal thread (it is created under the registry's lock of
+/// `cgroup.rs`, and none after a signal). Only a lab killed by SIGKILL leaves it behind; the
+/// next run replaces it, and `lab clean` removes it while no lab runs.
+struct LabTokens(Option<cotenant::tokens::HostTokens>);
+
+/// The name of the lab's token set (`lab clean` removes it too).
+pub const LAB_TOKENS: &str = "cotenant-lab";
+
+impl LabTokens {
+    fn create(cpus: u32) -> anyhow::Result<LabTokens> {
+        cotenant_ops::cgroup::create_token_set(LAB_TOKENS, || LabTokens::create_now(cpus))
+    }
+
+    fn create_now(cpus: u32) -> anyhow::Result<LabTokens> {
+        use cotenant::tokens::HostTokens;
+        let open = || {
+            // As an observer: the lab itself is no member, so a lone worker stays alone.
+            HostTokens::open_observer(LAB_TOKENS, cpus)
+                .or_else(|_| {
+                    // Left uninitialised by a run killed while creating it: remove it and retry.
+                    HostTokens::remove_named(LAB_TOKENS)?;
+                    HostTokens::open_observer(LAB_TOKENS, cpus)
+                })
+                .context("creating the lab's host token set")
+        };
+        let mut tokens = open()?;
+        // Dead processes leave the member count and give their tokens back (SEM_UNDO): members
+        // or held tokens belong to a live run (its workers count even while alone).
+        if tokens.members()? > 0 || tokens.available()? != tokens.count() {
+            anyhow::bail!(
+                "the lab's host token set {LAB_TOKENS} is in use by another running lab (run one lab at a time: \
+                 timing runs disturb each other)"
+            );
+        }
+        if tokens.count() != cpus {
+            // Left by a run on another CPU count (a changed VM): start afresh.
+            tokens.remove()?;
+            tokens = open()?;
+        }
+        Ok(LabTokens(Some(tokens)))
+    }
+}
+
+impl Drop for LabTokens {
+    fn drop(&mut self) {
+        if let Some(Err(e)) = self.0.take().map(|tokens| tokens.remove()) {
+            eprintln!("lab: {e}");
+        }
+    }
+}
+
+fn is_go(kind: PoolKind) -> bool {
+    matches!(kind, PoolKind::GoDefault | PoolKind::GoOptimal | PoolKind::GoCotenant)
+}
+
+/// Runs `config.processes` workers at once on a host of `cpus` CPUs and returns their reports.
+pub fn run_once(config: &RunConfig, cpus: u32, layout: Option<&Layout>) -> anyhow::Result<Vec<WorkerReport>> {
+    let args = vec![
+        "--pool".to_owned(),
+        kind_name(config.kind).to_owned(),
+        "--share-factor".to_owned(),
+        config.share_factor.to_string(),
+        "--processes".to_owned(),
+        config.processes.to_string(),
+        "--load".to_owned(),
+        config.load.to_string(),
+        "--service-ms".to_owned(),
+        config.service_ms.to_string(),
+        "--duration-ms".to_owned(),
+        config.duration_ms.to_string(),
+        "--seed".to_owned(),
+        config.repeat.to_string(),
+    ];
+    let mut args = args;
+    if config.chunks > 0 {
+        args.extend(["--chunks".to_owned(), config.chunks.to_string()]);
+    }
+    // An `adaptive` run's processes share the lab's token set for its duration (removed when
+    // it ends; the runner names it to every worker in `COTENANT_TOKENS_SET`).
+    let _tokens = if config.kind == PoolKind::Adaptive { Some(LabTokens::create(cpus)?) } else { None };
+    // The cgroups live until the run ends (dropped after the workers are reaped).
+    let mut cgroups = Vec::new();
+    if let Some(layout) = layout {
+        let count = match config.setting {
+            Setting::OneCgroup => 1,
+            Setting::PerProcess => config.processes,
+        };
+        for i in 0..count {
+            let cg = Cgroup::create(
+                layout,
+                cotenant_ops::cgroup::LAB_PREFIX,
+                &format!("neighbours-{i}"),
+                false,
+                None,
+            )
+            .context("creating a lab cgroup")?;
+            Cgroup::set_weight(layout, cg.cpu_dir(false), 100).context("setting a lab cgroup's weight")?;
+            cgroups.push(cg);
+        }
+    } else if config.setting == Setting::PerProcess {
+        anyhow::bail!("one cgroup per process needs real cgroups");
+    }
+    let go = if is_go(config.kind) {
+        match go_worker() {
+            GoWorker::Ready(path) => Some(path),
+            GoWorker::NotInstalled => anyhow::bail!("the Go kinds need a Go toolchain; none is installed"),
+            GoWorker::BuildFailed(why) => anyhow::bail!("building the Go worker failed: {why}"),
+        }
+    } else {
+        None
+    };
+    let specs = (0..config.processes as usize)
+        .map(|i| {
+            let cgroup = cgroups.get(i).or(cgroups.first());
+            match &go {
+                Some(program) => Ok(WorkerSpec {
+                    program: program.clone(),
+                    args: go_worker_args(config, cpus),
+                    cgroup,
+                    start_offset: Duration::ZERO,
+                }),
+                None => WorkerSpec::lab_worker(args.clone(), cgroup),
+            }
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    run_workers(&specs)
+}
+
+/// `go-neighbours`: skipped with a note, not failed, when Go is missing or its build fails.
+pub fn run_go(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
+    let skipped = |why: String| Outcome { report: format!("Skipped: {why}.\n"), ..Outcome::default() };
+    match go_worker() {
+        GoWorker::Ready(program) => {
+            let mut plan = Plan::go_neighbours(lab, args);
+            plan.go_chunks = calibrate_go(&program, args.service_ms)?;
+            let mut outcome = run_plan(lab, args, &plan, "go-neighbours")?;
+            let how = match args.go_items {
+                GoItems::Limited => {
+                    "runs at most GOMAXPROCS items at once, in arrival order (a worker pool sized by \
+                     GOMAXPROCS; `--go-items per-item` starts a goroutine per item instead)"
+                }
+                GoItems::PerItem => {
+                    "starts one goroutine per item as it arrives, and Go's scheduler time-slices them \
+                     (`--go-items limited` runs at most GOMAXPROCS at once instead)"
+                }
+            };
+            outcome.report = format!(
+                "Every process is a Go service (the Go worker, built with the host's toolchain) that {how}. \
+                 Kinds: Go's default GOMAXPROCS; GOMAXPROCS = max(1, CPUs / P) set once; GOMAXPROCS \
+                 steered by the cotenant Go controller (`go/`). Service time runs from the moment an \
+                 item may run to its end. Every item is {} chunks of work in every run (calibrated once, \
+                 the median of {GO_CALIBRATIONS} calibrations, so that throughputs compare the same work).\n\n{}",
+                plan.go_chunks, outcome.report
+            );
+            Ok(outcome)
+        }
+        GoWorker::NotInstalled => Ok(skipped("Go is not installed".into())),
+        GoWorker::BuildFailed(why) => Ok(skipped(format!("building the Go worker failed ({why})"))),
+    }
+}
+
+/// Calibrations of the Go worker whose median sizes every item of `go-neighbours`.
+const GO_CALIBRATIONS: usize = 3;
+
+/// The chunks of a `service_ms` item for the Go worker at `program`: the median of
+/// [`GO_CALIBRATIONS`] calibrations, each in a fresh process (Go's cost per chunk varies
+/// between processes). Each is a child of the lab (killed on a signal) with a deadline of
+/// [`crate::runner::PROBE_DEADLINE`]: a calibration that hangs ends the experiment with an error.
+fn calibrate_go(program: &std::path::Path, service_ms: f64) -> anyhow::Result<u32> {
+    use crate::runner::{run_bounded_output, PROBE_DEADLINE};
+    let mut found = Vec::new();
+    for _ in 0..GO_CALIBRATIONS {
+        let mut command = std::process::Command::new(program);
+        command.args(["--calibrate", "--service-ms", &service_ms.to_string()]);
+        let output = run_bounded_output(&mut command, PROBE_DEADLINE).context("calibrating the Go worker")?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let chunks = serde_json::from_str::<serde_json::Value>(text.trim())
+            .ok()
+            .and_then(|v| v["chunks"].as_u64())
+            .filter(|&c| output.status.success() && c > 0)
+            .with_context(|| {
+                format!("the Go worker's calibration printed {:?} ({})", text.trim(), output.status)
+            })?;
+        found.push(chunks as f64);
+    }
+    Ok(median(&mut found) as u32)
+}
+
+/// Runs `plan` and reduces it to an [`Outcome`] with tables, charts and verdicts.
+pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::Result<Outcome> {
+    let mut outcome = Outcome::default();
+    // Every Rust process of every run does the same work: items sized once, here, rather than
+    // by each process's own calibration, which moves by over 10 % from run to run and would
+    // move the throughputs with it (issue 33's 150 % line was read through that noise).
+    let chunks = if plan.pools.iter().any(|&(kind, _)| !is_go(kind)) {
+        crate::workload::calibrate_fastest(Duration::from_secs_f64(args.service_ms / 1000.0))
+    } else {
+        0
+    };
+    let (aggregates, verdicts) = plan.execute(|key, repeat| {
+        let &Key { setting, load, processes, kind, share_factor } = key;
+        let config = RunConfig {
+            processes,
+            kind,
+            share_factor,
+            setting,
+            load,
+            service_ms: args.service_ms,
+            duration_ms: plan.seconds * 1000,
+            repeat,
+            go_items: args.go_items,
+            go_chunks: plan.go_chunks,
+            chunks,
+        };
+        let busy_before = lab.quiet_check();
+        eprintln!(
+            "lab {title}: {}, load {:.0}%, P={processes}, {}, repeat {}/{}",
+            setting.name(),
+            load * 100.0,
+            key.pool_name(),
+            repeat + 1,
+            plan.repeats
+        );
+        let mut row = serde_json::Map::new();
+        row.insert("setting".into(), setting.name().into());
+        row.insert("load".into(), load.into());
+        row.insert("processes".into(), processes.into());
+        row.insert("pool".into(), key.pool_name().into());
+        row.insert("repeat".into(), repeat.into());
+        row.insert("seconds".into(), plan.seconds.into());
+        row.insert("service_ms".into(), args.service_ms.into());
+        let reports = match run_once(&config, lab.host.cpus, lab.layout.as_ref().ok()) {
+            Ok(reports) => reports,
+            Err(e) => {
+                // A failed run gets its row, and `execute` goes on without it; any other error
+                // ends the experiment.
+                if let Some(why) = crate::runner::failed_run(&e) {
+                    eprintln!("lab {title}: the run failed and is recorded as such: {why}");
+                    outcome.rows.push(crate::failed_row(row, &why));
+                }
+                return Err(e);
+            }
+        };
+        let figures = figures(&reports);
+        if is_go(kind) {
+            row.insert("go_items".into(), serde_json::to_value(args.go_items)?);
+            row.insert("go_chunks".into(), plan.go_chunks.into());
+        } else {
+            row.insert("chunks".into(), chunks.into());
+            // The CPUs the processes used over the run (all their threads): whether a slow run
+            // left CPUs idle or spent them on something else.
+            let used_ns: u64 = reports.iter().map(|r| r.process_cpu_ns).sum();
+            let wall_ns = reports.iter().map(|r| r.wall_ns).max().unwrap_or(0);
+            if wall_ns > 0 {
+                row.insert("cpus_used".into(), (used_ns as f64 / wall_ns as f64).into());
+            }
+            // CPU time per completed item, pool workers only: what the same work cost.
+            let completed: usize = reports.iter().map(|r| r.summary.completed).sum();
+            let workers_ns: u64 = reports.iter().map(|r| r.workers_cpu_ns).sum();
+            if completed > 0 && workers_ns > 0 {
+                row.insert("cpu_us_per_item".into(), (workers_ns as f64 / completed as f64 / 1000.0).into());
+            }
+        }
+        row.insert("host_busy_cpus_before".into(), busy_before.into());
+        row.insert("service_p99_us".into(), figures.service_p99_us.into());
+        row.insert("service_max_us".into(), figures.service_max_us.into());
+        row.insert("e2e_p99_us".into(), figures.e2e_p99_us.into());
+        row.insert("throughput_per_s".into(), figures.throughput_per_s.into());
+        row.insert("completed_fraction".into(), figures.completed_fraction.into());
+        // Fairness between the processes: Jain's index of their throughputs (1 = equal).
+        let throughputs: Vec<f64> = reports.iter().map(|r| r.summary.throughput_per_s).collect();
+        row.insert("throughput_jain".into(), cotenant::internal::policy_sim::jain(&throughputs).into());
+        let targets: Vec<String> = reports.iter().map(|r| r.final_target.to_string()).collect();
+        row.insert("final_targets".into(), targets.join(" ").into());
+        if kind == PoolKind::Adaptive {
+            row.insert("token_timeouts".into(), reports.iter().map(|r| r.token_timeouts).sum::<u64>().into());
+            row.insert(
+                "token_takebacks".into(),
+                reports.iter().map(|r| r.token_takebacks).sum::<u64>().into(),
+            );
+            // Evidence that the default pools engaged their tokens (0 alone: P = 1).
+            row.insert("token_takes".into(), reports.iter().map(|r| r.token_takes).sum::<u64>().into());
+        }
+        outcome.rows.push(row);
+        Ok(figures)
+    })?;
+    outcome.verdicts = verdicts;
+    outcome.report = table(&aggregates);
+    outcome.charts = charts(&aggregates, plan);
+    outcome.summary = serde_json::to_value(&aggregates)?;
+    Ok(outcome)
+}

@@ -1,0 +1,138 @@
+//! Unit tests of `neighbours`: the pure reductions on recorded reports, and the Go worker's
+//! arguments.
+
+use super::run::go_worker_args;
+use super::*;
+use crate::args::{GoItems, PoolKind};
+use crate::worker::{SummaryRow, WorkerReport};
+
+fn key(processes: u32, kind: PoolKind) -> Key {
+    Key { setting: Setting::OneCgroup, load: 0.7, processes, kind, share_factor: 1.0 }
+}
+
+fn report(p99: f64, max: f64, tput: f64) -> WorkerReport {
+    WorkerReport {
+        pid: 1,
+        rate_per_s: 100.0,
+        threads: 2,
+        final_target: 1,
+        decisions: 10,
+        borrows: 0,
+        token_timeouts: 0,
+        token_takebacks: 0,
+        token_takes: 0,
+        chunks: 100,
+        exact_cpu: false,
+        chunk_ns: 50_000.0,
+        summary: SummaryRow {
+            offered: 100,
+            completed: 100,
+            throughput_per_s: tput,
+            service_p50_us: 5000.0,
+            service_p99_us: p99,
+            service_max_us: max,
+            e2e_p50_us: 5000.0,
+            e2e_p99_us: p99 * 2.0,
+            e2e_max_us: max * 2.0,
+            queue_p99_us: 0.0,
+        },
+        series: vec![],
+        items: vec![],
+        process_cpu_ns: 0,
+        workers_cpu_ns: 0,
+        wall_ns: 0,
+        budget: None,
+    }
+}
+
+#[test]
+fn a_run_takes_the_median_process_p99_the_worst_max_and_the_total_throughput() {
+    let f = figures(&[
+        report(7000.0, 9000.0, 100.0),
+        report(9000.0, 20_000.0, 90.0),
+        report(8000.0, 8000.0, 95.0),
+    ]);
+    assert_eq!((f.service_p99_us, f.service_max_us, f.throughput_per_s), (8000.0, 20_000.0, 285.0));
+    assert_eq!(f.e2e_p99_us, 16_000.0);
+    assert_eq!(f.completed_fraction, 1.0);
+}
+
+#[test]
+fn repeats_aggregate_to_median_and_spread() {
+    let runs: Vec<RunFigures> = [10.0, 30.0, 20.0].iter().map(|&p| figures(&[report(p, p, p)])).collect();
+    let a = aggregate(key(2, PoolKind::Adaptive), &runs);
+    assert_eq!((a.median.service_p99_us, a.min.service_p99_us, a.max.service_p99_us), (20.0, 10.0, 30.0));
+    assert_eq!(a.repeats, 3);
+}
+
+#[test]
+fn the_go_worker_gets_its_own_arguments() {
+    let config = |kind, go_items| RunConfig {
+        processes: 2,
+        kind,
+        share_factor: 1.0,
+        setting: Setting::OneCgroup,
+        load: 1.5,
+        service_ms: 5.0,
+        duration_ms: 5000,
+        repeat: 2,
+        go_items,
+        go_chunks: 0,
+        chunks: 0,
+    };
+    let common = "--processes 2 --fair-cpus 1 --load 1.5 --service-ms 5 --duration-ms 5000 --seed 2";
+    let joined = |kind, items| go_worker_args(&config(kind, items), 2).join(" ");
+    assert_eq!(joined(PoolKind::GoDefault, GoItems::PerItem), common);
+    assert_eq!(joined(PoolKind::GoDefault, GoItems::Limited), format!("{common} --limit"));
+    assert_eq!(joined(PoolKind::GoOptimal, GoItems::Limited), format!("{common} --limit --gomaxprocs 1"));
+    assert_eq!(joined(PoolKind::GoCotenant, GoItems::PerItem), format!("{common} --cotenant"));
+    let calibrated = RunConfig { go_chunks: 110, ..config(PoolKind::GoDefault, GoItems::PerItem) };
+    assert_eq!(go_worker_args(&calibrated, 2).join(" "), format!("{common} --chunks 110"));
+    // Three processes on two CPUs: a fair share of 2/3 CPU, and still one P each.
+    let three =
+        go_worker_args(&RunConfig { processes: 3, ..config(PoolKind::GoOptimal, GoItems::PerItem) }, 2);
+    assert_eq!(three[3], (2.0f64 / 3.0).to_string());
+    assert_eq!(three.last().map(String::as_str), Some("1"));
+}
+
+#[test]
+fn the_go_verdict_compares_the_controller_with_the_default() {
+    let one = |kind, p99, tput| aggregate(key(2, kind), &[figures(&[report(p99, p99, tput)])]);
+    let aggs = [
+        one(PoolKind::GoDefault, 20_000.0, 400.0),
+        one(PoolKind::GoOptimal, 6_000.0, 380.0),
+        one(PoolKind::GoCotenant, 7_000.0, 396.0),
+    ];
+    let v = go_verdict(&aggs, Setting::OneCgroup, 0.7, 2).unwrap();
+    assert_eq!(
+        v,
+        "one cgroup, load 70%, P=2: go + cotenant service p99 0.35x go default's and 1.17x go CPUs/P's; \
+         end-to-end p99 0.35x default's; throughput 0.99x default's"
+    );
+    assert_eq!(verdict(&aggs, Setting::OneCgroup, 0.7, 2), None, "no Rust kinds, no Rust verdict");
+    assert_eq!(go_verdict(&aggs[..2], Setting::OneCgroup, 0.7, 2), None);
+}
+
+#[test]
+fn the_verdict_is_computed_from_the_medians() {
+    let one = |kind, p99, max, tput| aggregate(key(2, kind), &[figures(&[report(p99, max, tput)])]);
+    let aggs = [
+        one(PoolKind::Ignorant, 17_000.0, 40_000.0, 200.0),
+        one(PoolKind::Optimal, 7_000.0, 10_000.0, 190.0),
+        one(PoolKind::Adaptive, 7_700.0, 12_000.0, 194.0),
+    ];
+    let v = verdict(&aggs, Setting::OneCgroup, 0.7, 2).unwrap();
+    assert!(
+        v.starts_with("one cgroup, load 70%, P=2: adaptive service p99 0.45x ignorant's and 1.10x optimal's"),
+        "{v}"
+    );
+    assert!(v.contains("max 0.30x ignorant's and 1.20x optimal's; end-to-end p99 0.45x"), "{v}");
+    assert!(v.ends_with("throughput 0.97x ignorant's"), "{v}");
+    assert_eq!(verdict(&aggs, Setting::OneCgroup, 0.7, 3), None);
+    assert_eq!(verdict(&aggs, Setting::PerProcess, 0.7, 2), None);
+    let table = table(&aggs);
+    assert!(
+        table.contains("| one cgroup | 70% | 2 | adaptive | 7.7 (7.7–7.7) | 12.0 (12.0–12.0) |"),
+        "{table}"
+    );
+}
