@@ -144,7 +144,7 @@ pub struct DoctorArgs {
     pub root: Option<PathBuf>,
 }
 
-/// The shortest and longest `doctor --duration`.
+/// `cotenant size`: the utilisation formula, Little's law, or a running process.
 #[derive(Debug, Args)]
 pub struct SizeArgs {
     /// CPUs the pool may use (default: this process's cotenant CPU limit).
@@ -167,7 +167,7 @@ pub struct SizeArgs {
     pub latency: Option<std::time::Duration>,
     /// Measure a running process instead: sample its threads' states and CPU times, group
     /// them by name, and size each group (seed 002's thread-dump method).
-    #[arg(long)]
+    #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
     pub pid: Option<u32>,
     /// How long to sample with --pid (default 10s).
     #[arg(long, value_parser = parse_duration, requires = "pid")]
@@ -179,7 +179,7 @@ pub struct SizeArgs {
     pub json: bool,
 }
 
-/// A fraction in (0, 1].
+/// `cotenant tokens`: list or remove host CPU token sets.
 #[derive(Debug, Args)]
 pub struct TokensArgs {
     #[command(subcommand)]

@@ -1,5 +1,6 @@
 //! The `cotenant` command. `main` runs [`run`], prints any error with its whole chain as
-//! `cotenant: ...`, and picks the exit code here, in one place.
+//! `cotenant: ...`, and picks the exit code here, in one place: 2 for a usage error (clap's
+//! own, or a [`usage::UsageError`] found after parsing), 1 for any other error.
 
 mod args;
 mod cmd;
@@ -7,7 +8,7 @@ mod output;
 
 // The engine room (doctor, cgroup writes, sizing a running process) is `cotenant-ops`; the
 // lab and the simulator's front end are `cotenant-lab`, behind the `lab` feature.
-use cotenant_ops::{cgroup_set, doctor, exit, size_pid};
+use cotenant_ops::{cgroup_set, doctor, exit, size_pid, usage};
 
 use std::process::ExitCode;
 
@@ -17,7 +18,7 @@ fn main() -> ExitCode {
         Err(err) if is_broken_pipe(&err) => ExitCode::from(exit::OK),
         Err(err) => {
             eprintln!("cotenant: {err:#}");
-            ExitCode::from(exit::FAILURE)
+            ExitCode::from(if usage::is_usage(&err) { exit::USAGE } else { exit::FAILURE })
         }
     }
 }

@@ -204,7 +204,7 @@ fn run_and_env_read_the_root_they_are_given() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).lines().any(|l| l == "export GOMAXPROCS=3"), "{}", stdout(&out));
     let out = cotenant(&["env", "--root", "/nonexistent/cotenant-root"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--root /nonexistent/cotenant-root: not a directory"), "{}", stderr(&out));
 }
 

@@ -3,7 +3,7 @@
 //!
 //! **Stopping on a signal.** Everything the lab makes that must not outlive it is made through
 //! this module and recorded in one registry: its cgroups, its children (started by
-//! `runner.rs`), the names of the host token sets it or its children may create, and the
+//! `runner/`), the names of the host token sets it or its children may create, and the
 //! folders made for one run only (the `mkdtemp` build folder `private_dir::cache_dir` falls back
 //! to, removed at the end of the run by [`RemoveTempFolders`]).
 //!

@@ -15,6 +15,7 @@
 //! | [`size_pid`] | `cotenant size --pid`: a running process's thread groups, sized |
 //! | [`private_dir`] | folders and files only this user can write (the lab's probe builds) |
 //! | [`stats`] | medians over measured values |
+//! | [`usage`] | usage errors found after parsing: exit 2, as clap does |
 //! | [`values`] | command-line value parsers: the one duration parser, bounded numbers |
 //! | [`exit`] | the command's exit codes |
 
@@ -26,6 +27,7 @@ pub mod doctor;
 pub mod private_dir;
 pub mod size_pid;
 pub mod stats;
+pub mod usage;
 pub mod values;
 
 /// Exit codes, for every subcommand.

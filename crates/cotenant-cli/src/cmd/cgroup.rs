@@ -4,7 +4,7 @@
 use crate::{
     args::{CgroupArgs, CgroupCommand, CgroupSetArgs},
     cgroup_set::{self, Outcome, Request},
-    exit,
+    exit, usage,
 };
 use anyhow::Context;
 use serde::Serialize;
@@ -19,16 +19,16 @@ pub fn run(args: &CgroupArgs) -> anyhow::Result<ExitCode> {
 fn set(args: &CgroupSetArgs) -> anyhow::Result<ExitCode> {
     let root = args.root.clone().unwrap_or_else(|| PathBuf::from("/"));
     if !root.is_dir() {
-        eprintln!("cotenant: --root {}: not a directory", root.display());
-        return Ok(ExitCode::from(exit::USAGE));
+        return usage::bail(format!("--root {}: not a directory", root.display()));
     }
     let request = Request { cpus: args.cpus, period_us: args.period_us, burst_us: args.burst_us };
     let outcome = cgroup_set::resolve(&args.cgroup, &root).and_then(|dir| cgroup_set::set(&dir, &request));
     let outcome = match outcome {
         Ok(o) => o,
+        Err(e) if e.is_usage() => return usage::bail(format!("cgroup set: {e}")),
         Err(e) => {
             eprintln!("cotenant: cgroup set: {e}");
-            return Ok(ExitCode::from(if e.is_usage() { exit::USAGE } else { exit::FAILURE }));
+            return Ok(ExitCode::from(exit::FAILURE));
         }
     };
     let mut out = std::io::stdout().lock();

@@ -1,6 +1,6 @@
 //! `cotenant cpus`: the CPU count, as an integer, a fraction, an explanation or JSON.
 
-use crate::{args::CpusArgs, exit, output::CpusJson};
+use crate::{args::CpusArgs, exit, output::CpusJson, usage};
 use anyhow::Context;
 use cotenant::cpus::{cpus_word, Constraint, Limit, Probe, Rounding, SourceRow};
 use std::{io::Write, process::ExitCode};
@@ -8,8 +8,7 @@ use std::{io::Write, process::ExitCode};
 pub fn run(args: &CpusArgs) -> anyhow::Result<ExitCode> {
     let probe = match &args.root {
         Some(root) if !root.is_dir() => {
-            eprintln!("cotenant: --root {}: not a directory", root.display());
-            return Ok(ExitCode::from(exit::USAGE));
+            return usage::bail(format!("--root {}: not a directory", root.display()));
         }
         Some(root) => Probe::with_root(root),
         None => Probe::system(),

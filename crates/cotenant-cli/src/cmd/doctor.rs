@@ -1,15 +1,14 @@
 //! `cotenant doctor`: runs [`crate::doctor::diagnose`] and prints the report; the exit code
 //! says whether the process asked about could be diagnosed.
 
-use crate::{args::DoctorArgs, doctor, exit};
+use crate::{args::DoctorArgs, doctor, exit, usage};
 use anyhow::Context;
 use std::{io::Write, path::PathBuf, process::ExitCode};
 
 pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let root = args.root.clone().unwrap_or_else(|| PathBuf::from("/"));
     if !root.is_dir() {
-        eprintln!("cotenant: --root {}: not a directory", root.display());
-        return Ok(ExitCode::from(exit::USAGE));
+        return usage::bail(format!("--root {}: not a directory", root.display()));
     }
     let opts = doctor::DoctorOptions { pid: args.pid, duration: args.duration, root };
     let report = doctor::diagnose(&opts);

@@ -25,6 +25,7 @@ use cotenant::cpus::{self, Probe};
 
 use crate::args::{CountArgs, EnvArgs, RunArgs};
 use crate::exit;
+use crate::usage::{self, UsageError};
 
 /// Overrides where `--preload` looks for the shim.
 pub const PRELOAD_LIB_VAR: &str = "COTENANT_PRELOAD_LIB";
@@ -186,7 +187,9 @@ fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
 fn settings(args: &CountArgs, what: &str, fallback: &str) -> anyhow::Result<Option<Vec<Setting>>> {
     let probe = match &args.root {
         Some(root) => {
-            anyhow::ensure!(root.is_dir(), "--root {}: not a directory", root.display());
+            if !root.is_dir() {
+                return usage::bail(format!("--root {}: not a directory", root.display()));
+            }
             Probe::with_root(root)
         }
         None => Probe::system(),
@@ -234,8 +237,11 @@ pub fn shell_quote(value: &OsStr) -> String {
 
 /// `cotenant run`.
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let (program, rest) =
-        args.command.split_first().context("no command given (usage: cotenant run -- CMD ARGS...)")?;
+    // clap requires CMD; this only keeps an empty list a usage error should that change.
+    let (program, rest) = args
+        .command
+        .split_first()
+        .ok_or_else(|| UsageError::new("no command given (usage: cotenant run -- CMD ARGS...)"))?;
     let shown = Path::new(program).display();
     let fallback = if args.print {
         format!("{shown} would run unchanged")

@@ -10,6 +10,7 @@ use cotenant::sizing::{by_littles_law, by_utilization, Sizing};
 use serde::Serialize;
 
 use crate::args::SizeArgs;
+use crate::usage::{self, UsageError};
 
 #[derive(Serialize)]
 struct SizeJson<'a> {
@@ -38,7 +39,7 @@ fn run_pid(args: &SizeArgs, pid: u32) -> anyhow::Result<ExitCode> {
         || args.latency.is_some()
         || args.util.is_some()
     {
-        anyhow::bail!("--pid measures W/C itself: it takes only --cpus, --duration and --json");
+        return usage::bail("--pid measures W/C itself: it takes only --cpus, --duration and --json");
     }
     let duration = args.duration.unwrap_or(std::time::Duration::from_secs(10));
     let cpus = match args.cpus {
@@ -78,6 +79,9 @@ fn run_pid(args: &SizeArgs, pid: u32) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(crate::exit::OK))
 }
 
+/// `cotenant size`. Which flags go together is checked here, not by clap, for the messages: each
+/// says which method a flag belongs to and what else it needs (a [`UsageError`], exit 2); an
+/// input the arithmetic refuses ([`cotenant::sizing::InvalidSizing`]) is one too.
 pub fn run(args: &SizeArgs) -> anyhow::Result<ExitCode> {
     if let Some(pid) = args.pid {
         return run_pid(args, pid);
@@ -85,21 +89,24 @@ pub fn run(args: &SizeArgs) -> anyhow::Result<ExitCode> {
     let little = args.rate.is_some() || args.latency.is_some();
     let formula = args.wait.is_some() || args.compute.is_some() || args.util.is_some() || args.cpus.is_some();
     let (method, sizing, cpus_source): (&'static str, Sizing, Option<String>) = match (little, formula) {
-        (true, true) => anyhow::bail!(
-            "give either --rate and --latency (Little's law) or --wait and --compute (the utilisation formula), not both"
+        (true, true) => return usage::bail(
+            "give either --rate and --latency (Little's law) or --wait and --compute (the utilisation formula), not both",
         ),
-        (false, false) => anyhow::bail!(
+        (false, false) => return usage::bail(
             "nothing to size: give --wait W --compute C [--util U] [--cpus N] (the utilisation formula) \
-             or --rate R --latency W (Little's law); e.g. `cotenant size --cpus 8 --util 0.8 --wait 50ms --compute 5ms`"
+             or --rate R --latency W (Little's law); e.g. `cotenant size --cpus 8 --util 0.8 --wait 50ms --compute 5ms`",
         ),
         (true, false) => {
-            let rate = args.rate.context("--rate is missing (requests per second) for Little's law")?;
-            let latency = args.latency.context("--latency is missing (e.g. 50ms) for Little's law")?;
-            ("littles-law", by_littles_law(rate, latency.as_secs_f64())?, None)
+            let rate =
+                args.rate.ok_or_else(|| UsageError::new("--rate is missing (requests per second) for Little's law"))?;
+            let latency =
+                args.latency.ok_or_else(|| UsageError::new("--latency is missing (e.g. 50ms) for Little's law"))?;
+            ("littles-law", by_littles_law(rate, latency.as_secs_f64()).map_err(UsageError::new)?, None)
         }
         (false, true) => {
-            let wait = args.wait.context("--wait is missing (time a task waits, e.g. 45ms)")?;
-            let compute = args.compute.context("--compute is missing (CPU time of a task, e.g. 5ms)")?;
+            let wait = args.wait.ok_or_else(|| UsageError::new("--wait is missing (time a task waits, e.g. 45ms)"))?;
+            let compute =
+                args.compute.ok_or_else(|| UsageError::new("--compute is missing (CPU time of a task, e.g. 5ms)"))?;
             let (cpus, source) = match args.cpus {
                 Some(cpus) => (cpus, "--cpus".to_owned()),
                 None => {
@@ -109,7 +116,9 @@ pub fn run(args: &SizeArgs) -> anyhow::Result<ExitCode> {
                 }
             };
             let util = args.util.unwrap_or(1.0);
-            ("utilization", by_utilization(cpus, util, wait.as_secs_f64(), compute.as_secs_f64())?, Some(source))
+            let sizing =
+                by_utilization(cpus, util, wait.as_secs_f64(), compute.as_secs_f64()).map_err(UsageError::new)?;
+            ("utilization", sizing, Some(source))
         }
     };
     if args.json {

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::args::{TokensArgs, TokensCommand, TokensListArgs, TokensRemoveArgs};
 use crate::exit;
+use crate::usage;
 
 pub fn run(args: &TokensArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
@@ -114,10 +115,7 @@ fn remove(args: &TokensRemoveArgs) -> anyhow::Result<ExitCode> {
         let name = args.name.as_deref().unwrap_or_default();
         match list::resolve(name) {
             Ok(key) => vec![(name.to_owned(), key)],
-            Err(e) => {
-                eprintln!("cotenant: tokens remove: {e}");
-                return Ok(ExitCode::from(exit::USAGE));
-            }
+            Err(e) => return usage::bail(format!("tokens remove: {e}")),
         }
     };
     let mut report = RemovedJson { removed: Vec::new(), kept: Vec::new() };
