@@ -8,7 +8,8 @@ use cotenant::{BuildError, JoinError, Policy, Pool};
 
 /// Burns `ns` of the calling thread's CPU time (its CPU clock, not the wall clock).
 fn burn_cpu(ns: u64) {
-    let cpu_now = || cotenant::internal::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).expect("thread CPU clock");
+    let cpu_now =
+        || cotenant::internal::sampler::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).expect("thread CPU clock");
     let start = cpu_now();
     while cpu_now() - start < ns {
         std::hint::black_box(0u64);

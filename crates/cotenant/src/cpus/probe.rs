@@ -16,7 +16,7 @@
 //! `/proc/self/mountinfo`: the kernel shows the other process's cgroup paths relative to the
 //! reader's cgroup namespace, and the mount points must be ones the reader can open.
 
-use super::{derive, hierarchy, hierarchy::CgroupVersion, Limit, Error, Origin, QuotaLevel, Source};
+use super::{derive, hierarchy, hierarchy::CgroupVersion, Error, Limit, Origin, QuotaLevel, Source};
 use crate::procfs::{
     cgroup, cgroupfs, cgroupfs::Quota, cpulist, cpulist::CpuSet, mountinfo, status, ParseError,
 };
