@@ -165,7 +165,7 @@ fn go_neighbours_quick_runs_the_go_service_three_ways() {
     let rows = results["rows"].as_array().unwrap();
     let settings = if layout().is_ok() { 2 } else { 1 };
     assert_eq!(rows.len(), settings * 3, "settings × three Go kinds: {results}");
-    for pool in ["go default", "go CPUs/P", "go + cotenant"] {
+    for pool in ["go-default", "go-optimal", "go-cotenant"] {
         assert!(rows.iter().any(|r| r["pool"] == pool), "{pool} missing: {results}");
     }
     for row in rows {
@@ -175,7 +175,7 @@ fn go_neighbours_quick_runs_the_go_service_three_ways() {
     }
     let verdicts = results["verdicts"].as_array().unwrap();
     assert_eq!(verdicts.len(), settings);
-    assert!(verdicts[0].as_str().unwrap().contains("go + cotenant service p99"), "{verdicts:?}");
+    assert!(verdicts[0].as_str().unwrap().contains("go-cotenant service p99"), "{verdicts:?}");
 }
 
 #[test]

@@ -69,8 +69,8 @@ pub struct RunConfig {
     pub chunks: u32,
 }
 
-/// The name of `kind` in tables, verdicts and rows; for the Rust kinds also the `--pool` value
-/// [`super::run_once`] gives each lab worker.
+/// The name of `kind` in tables, verdicts and rows: its one spelling, the same as its JSON
+/// name and, for the Rust kinds, its `--pool` value (`go-default`, never "go default").
 pub fn kind_name(kind: PoolKind) -> &'static str {
     match kind {
         PoolKind::Ignorant => "ignorant",
@@ -79,9 +79,9 @@ pub fn kind_name(kind: PoolKind) -> &'static str {
         PoolKind::Adaptive => "adaptive",
         PoolKind::Plain => "plain",
         PoolKind::Fixed => "fixed",
-        PoolKind::GoDefault => "go default",
-        PoolKind::GoOptimal => "go CPUs/P",
-        PoolKind::GoCotenant => "go + cotenant",
+        PoolKind::GoDefault => "go-default",
+        PoolKind::GoOptimal => "go-optimal",
+        PoolKind::GoCotenant => "go-cotenant",
     }
 }
 

@@ -106,8 +106,8 @@ fn the_go_verdict_compares_the_controller_with_the_default() {
     let v = go_verdict(&aggs, Setting::OneCgroup, 0.7, 2).unwrap();
     assert_eq!(
         v,
-        "one cgroup, load 70%, P=2: go + cotenant service p99 0.35x go default's and 1.17x go CPUs/P's; \
-         end-to-end p99 0.35x default's; throughput 0.99x default's"
+        "one cgroup, load 70%, P=2: go-cotenant service p99 0.35x go-default's and 1.17x go-optimal's; \
+         end-to-end p99 0.35x go-default's; throughput 0.99x go-default's"
     );
     assert_eq!(verdict(&aggs, Setting::OneCgroup, 0.7, 2), None, "no Rust kinds, no Rust verdict");
     assert_eq!(go_verdict(&aggs[..2], Setting::OneCgroup, 0.7, 2), None);

@@ -88,7 +88,7 @@ pub fn go_verdict(aggregates: &[Aggregate], setting: Setting, load: f64, process
     let find = |kind| find_kind(aggregates, setting, load, processes, kind);
     let (controlled, default) = (find(PoolKind::GoCotenant)?, find(PoolKind::GoDefault)?);
     let mut line = format!(
-        "{}, load {:.0}%, P={processes}: go + cotenant service p99 {:.2}x go default's",
+        "{}, load {:.0}%, P={processes}: go-cotenant service p99 {:.2}x go-default's",
         setting.name(),
         load * 100.0,
         ratio(controlled.median.service_p99_us, default.median.service_p99_us)
@@ -96,13 +96,13 @@ pub fn go_verdict(aggregates: &[Aggregate], setting: Setting, load: f64, process
     if let Some(split) = find(PoolKind::GoOptimal) {
         let _ = write!(
             line,
-            " and {:.2}x go CPUs/P's",
+            " and {:.2}x go-optimal's",
             ratio(controlled.median.service_p99_us, split.median.service_p99_us)
         );
     }
     let _ = write!(
         line,
-        "; end-to-end p99 {:.2}x default's; throughput {:.2}x default's",
+        "; end-to-end p99 {:.2}x go-default's; throughput {:.2}x go-default's",
         ratio(controlled.median.e2e_p99_us, default.median.e2e_p99_us),
         ratio(controlled.median.throughput_per_s, default.median.throughput_per_s),
     );
