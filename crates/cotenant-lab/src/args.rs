@@ -205,7 +205,8 @@ pub struct LabArgs {
     /// Write results.json, results.csv and report.md under DIR/<experiment>/.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Print the results as JSON instead of tables.
+    /// Print the results as JSON instead of tables: one line per experiment (JSON Lines, so
+    /// that `lab all --json` prints one document per line).
     #[arg(long)]
     pub json: bool,
     /// Offered loads per process, as fractions of its fair share of the CPUs (1.0 = exactly),

@@ -36,10 +36,11 @@ const ALL: [Experiment; 13] = [
     Experiment::Sizing,
 ];
 
+/// What `--json` prints and `results.json` holds (the host facts are generic for the tests).
 #[derive(Serialize)]
-struct Results<'a> {
+struct Results<'a, H: Serialize = lab::host::HostFacts> {
     experiment: &'static str,
-    host: &'a lab::host::HostFacts,
+    host: &'a H,
     rows: &'a [serde_json::Map<String, serde_json::Value>],
     summary: &'a serde_json::Value,
     verdicts: &'a [String],
@@ -298,6 +299,12 @@ fn describe_failed(row: &lab::Row) -> String {
     format!("{}: {why}", config.join(", "))
 }
 
+/// One experiment's results as one line of JSON: `lab all --json` prints JSON Lines, one
+/// document per experiment, never pretty documents back to back.
+fn json_line<H: Serialize>(results: &Results<H>) -> serde_json::Result<String> {
+    serde_json::to_string(results)
+}
+
 fn emit(experiment: Experiment, lab: &Lab, args: &LabArgs, outcome: &Outcome) -> anyhow::Result<()> {
     let results = Results {
         experiment: experiment.name(),
@@ -307,7 +314,7 @@ fn emit(experiment: Experiment, lab: &Lab, args: &LabArgs, outcome: &Outcome) ->
         verdicts: &outcome.verdicts,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&results)?);
+        println!("{}", json_line(&results)?);
     } else {
         print!("{}", report(experiment, lab, outcome, false));
     }
@@ -403,6 +410,25 @@ fn clean() -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn json_output_is_one_line_per_experiment() {
+        let rows = vec![row(&[("pool", json!("adaptive")), ("report", json!("two\nlines"))])];
+        let summary = json!({"verdict": "a\nb"});
+        let host = json!({"cpus": 2});
+        let verdicts = vec!["x".to_owned()];
+        let results = Results {
+            experiment: "neighbours",
+            host: &host,
+            rows: &rows,
+            summary: &summary,
+            verdicts: &verdicts,
+        };
+        let line = json_line(&results).unwrap();
+        assert!(!line.contains('\n'), "{line}");
+        let back: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(back["rows"][0]["report"], "two\nlines");
+    }
 
     fn row(pairs: &[(&str, serde_json::Value)]) -> lab::Row {
         pairs.iter().map(|(key, value)| ((*key).to_owned(), value.clone())).collect()
