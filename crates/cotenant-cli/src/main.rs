@@ -4,11 +4,10 @@
 
 mod args;
 mod cmd;
-mod output;
 
 // The engine room (doctor, cgroup writes, sizing a running process) is `cotenant-ops`; the
 // lab and the simulator's front end are `cotenant-lab`, behind the `lab` feature.
-use cotenant_ops::{cgroup_set, doctor, exit, size_pid, usage};
+use cotenant_ops::{cgroup_set, doctor, exit, output, size_pid, usage};
 
 use std::process::ExitCode;
 

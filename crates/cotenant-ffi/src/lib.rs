@@ -13,7 +13,6 @@
 //!   frees it, after which it must not be used.
 
 mod error;
-mod json;
 
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::Mutex;
@@ -126,7 +125,9 @@ pub unsafe extern "C" fn cotenant_cpu_limit(out: *mut f64) -> c_int {
 pub extern "C" fn cotenant_cpus_json() -> *mut c_char {
     guard_ptr("cotenant_cpus_json", || {
         let budget = detect("cotenant_cpus_json")?;
-        let text = json::cpus(&budget).to_string();
+        // The same writer as `cotenant cpus --json` (for the calling process: `pid` is null).
+        let text = serde_json::to_string(&cotenant_ops::output::CpusJson::new(&budget, None))
+            .map_err(|e| Error::new(COTENANT_ERR_INTERNAL, format!("cotenant_cpus_json: {e}")))?;
         let text = CString::new(text).map_err(|e| {
             Error::new(COTENANT_ERR_INTERNAL, format!("cotenant_cpus_json: NUL byte in the JSON: {e}"))
         })?;

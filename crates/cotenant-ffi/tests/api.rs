@@ -36,7 +36,7 @@ fn the_json_has_the_fields_of_cotenant_cpus_json() {
     unsafe { cotenant_string_free(text) };
     // SAFETY: NULL is ignored.
     unsafe { cotenant_string_free(ptr::null_mut()) };
-    // The field list of crates/cotenant-cli/src/output.rs (CpusJson, SourceJson).
+    // The field list of cotenant_ops::output::CpusJson (what `cotenant cpus --json` prints).
     let mut keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
     assert_eq!(

@@ -13,6 +13,7 @@
 //! | [`cgroup_set`] | `cotenant cgroup set`: read, write only what differs, read back |
 //! | [`doctor`] | why a process's latency is bad on a shared host: snapshots, findings, rendering |
 //! | [`size_pid`] | `cotenant size --pid`: a running process's thread groups, sized |
+//! | [`output`] | the `cpus --json` shape, shared with the C ABI |
 //! | [`private_dir`] | folders and files only this user can write (the lab's probe builds) |
 //! | [`stats`] | medians over measured values |
 //! | [`usage`] | usage errors found after parsing: exit 2, as clap does |
@@ -24,6 +25,7 @@ pub mod cgroup_set;
 pub mod cgroupfs;
 pub mod cleanup;
 pub mod doctor;
+pub mod output;
 pub mod private_dir;
 pub mod size_pid;
 pub mod stats;

@@ -1,5 +1,5 @@
-//! The `--json` shapes, one type per command. Field names are a public interface: add fields,
-//! do not rename them.
+//! The `cotenant cpus --json` shape, also what the C ABI's `cotenant_cpus_json` returns (one
+//! writer for both). Field names are a public interface: add fields, do not rename them.
 
 use cotenant::cpus::{Limit, Rounding, SourceRow};
 use serde::Serialize;
@@ -34,15 +34,20 @@ pub struct CpusJson {
 /// One source in `cotenant cpus --json`.
 #[derive(Debug, Serialize)]
 pub struct SourceJson {
+    /// `online`, `affinity`, `cpuset`, `quota` or `burst`.
     pub kind: &'static str,
     /// `null` when the source is absent.
     pub path: Option<String>,
+    /// For a quota, the cgroup it belongs to.
     pub cgroup: Option<String>,
+    /// The value as read, or why the source is absent.
     pub value: String,
+    /// Whether this source sets the limit.
     pub binds: bool,
 }
 
 impl CpusJson {
+    /// The explanation of `b`, for process `pid` (`None`: the caller itself).
     pub fn new(b: &Limit, pid: Option<u32>) -> Self {
         CpusJson {
             limit: b.limit(),
