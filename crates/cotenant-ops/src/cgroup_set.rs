@@ -172,7 +172,7 @@ pub struct Target {
 
 /// What `set` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
+pub struct Applied {
     /// The cgroup directory.
     pub dir: PathBuf,
     /// The writes made, in order (empty: unchanged).
@@ -183,7 +183,7 @@ pub struct Outcome {
 
 /// The whole command on a resolved directory: open it (refused unless on a cgroup file system
 /// or an allowed fixture, and not a symbolic link), read, decide, write what differs, verify.
-pub fn set(target: &Target, request: &Request) -> Result<Outcome, Error> {
+pub fn set(target: &Target, request: &Request) -> Result<Applied, Error> {
     let dir = open_dir(target)?;
     let current = read_current(&dir)?;
     let want = desired(&target.dir, &current, request)?;
@@ -195,5 +195,5 @@ pub fn set(target: &Target, request: &Request) -> Result<Outcome, Error> {
         period_us: want.period_us,
         burst_us: want.burst_us.or(current.burst_us),
     };
-    Ok(Outcome { dir: target.dir.clone(), writes, now })
+    Ok(Applied { dir: target.dir.clone(), writes, now })
 }

@@ -3,7 +3,7 @@
 
 use crate::{
     args::{CgroupArgs, CgroupCommand, CgroupSetArgs},
-    cgroup_set::{self, Outcome, Request},
+    cgroup_set::{self, Applied, Request},
     exit, usage,
 };
 use anyhow::Context;
@@ -43,7 +43,7 @@ fn set(args: &CgroupSetArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The human output: one line when unchanged, else one line per write, old → new.
-fn text(o: &Outcome) -> String {
+fn text(o: &Applied) -> String {
     let dir = o.dir.display();
     if o.writes.is_empty() {
         let now = &o.now;
@@ -87,7 +87,7 @@ struct WriteJson {
 }
 
 impl SetJson {
-    fn new(o: &Outcome) -> SetJson {
+    fn new(o: &Applied) -> SetJson {
         let now = &o.now;
         SetJson {
             cgroup: o.dir.display().to_string(),

@@ -93,7 +93,7 @@ impl Budget {
 }
 
 /// The slice a worker holds, and where its clocks stood when it took it.
-struct Held {
+struct HeldSlice {
     slice: Slice,
     cpu_start_ns: u64,
     wall_start: Instant,
@@ -102,7 +102,7 @@ struct Held {
 /// A worker's side of the budget (thread-local).
 struct Meter {
     budget: Arc<Budget>,
-    held: Option<Held>,
+    held: Option<HeldSlice>,
 }
 
 thread_local! {
@@ -141,8 +141,11 @@ pub(crate) fn acquire() -> bool {
                 }
                 match meter.budget.bandwidth.take(meter.budget.now_ns()) {
                     Ok(slice) => {
-                        meter.held =
-                            Some(Held { slice, cpu_start_ns: thread_cpu_ns(), wall_start: Instant::now() })
+                        meter.held = Some(HeldSlice {
+                            slice,
+                            cpu_start_ns: thread_cpu_ns(),
+                            wall_start: Instant::now(),
+                        })
                     }
                     Err(exhausted) => meter.budget.wait_for_refill(exhausted.until_ns),
                 }

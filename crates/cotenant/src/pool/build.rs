@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::borrow::Borrow;
 use super::placement;
 use super::queue::Queue;
-use super::sleep::Sleep;
+use super::roster::Roster;
 use super::worker::{self, WorkerStats};
 #[cfg(not(loom))]
 use super::{budget, control, elastic, host_tokens};
@@ -152,7 +152,7 @@ impl Builder {
         let (mask_cpus, mask_lost) = if wants_mask { read_affinity() } else { (Vec::new(), false) };
         let shared = Arc::new(Shared {
             queue: Queue::new(self.queue_capacity),
-            sleep: Sleep::new(threads, initial_target),
+            roster: Roster::new(threads, initial_target),
             gate: AtomicUsize::new(0),
             stopped: AtomicBool::new(false),
             cancelling: AtomicBool::new(false),

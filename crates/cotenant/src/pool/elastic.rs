@@ -2,8 +2,8 @@
 //! creating threads and retiring them. What size to have is decided by the pure
 //! [`crate::policy::elastic`].
 //!
-//! 1. **Slots.** An elastic pool has `max` worker slots (`Shared::workers`, `Sleep`) and a
-//!    thread in some of them. The size is the target of `sleep.rs`: slots below it may run.
+//! 1. **Slots.** An elastic pool has `max` worker slots (`Shared::workers`, `Roster`) and a
+//!    thread in some of them. The size is the target of `roster.rs`: slots below it may run.
 //!    A slot's counters outlive its thread, so the controller's deltas stay exact when threads
 //!    come and go.
 //! 2. **Measuring.** Every task is counted; one in `SAMPLE_EVERY` (and any after a pause) is

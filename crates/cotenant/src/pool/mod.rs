@@ -12,7 +12,7 @@
 //! | `snapshot.rs` | that state read into [`Metrics`], and the health alerts' window |
 //! | `task.rs` | [`Task`] (joined, or awaited as a future) and [`JoinError`]: a task's result, panic or cancellation |
 //! | `queue.rs` | the bounded MPMC queue |
-//! | `sleep.rs` | the target, sleeping workers and wake-ups (protocol in `pool/README.md`) |
+//! | `roster.rs` | the target, sleeping workers and wake-ups (protocol in `pool/README.md`) |
 //! | `worker.rs` | the worker loop and per-worker counters |
 //! | `borrow.rs` | borrowing an idle CPU between decisions (`policy/borrow.rs`) |
 //! | `budget.rs` | the user-space CPU budget: slices, charging, parking at exhaustion, [`checkpoint`] |
@@ -34,8 +34,8 @@ mod error;
 mod host_tokens;
 mod placement;
 mod queue;
+mod roster;
 mod shared;
-mod sleep;
 mod snapshot;
 mod task;
 mod worker;
@@ -199,7 +199,7 @@ impl Pool {
 
     /// Workers currently allowed to run (`1 <= target <= threads`).
     pub fn target(&self) -> usize {
-        self.shared.sleep.target()
+        self.shared.roster.target()
     }
 
     /// The OS threads this pool started (for an elastic pool: its maximum; how many run now is

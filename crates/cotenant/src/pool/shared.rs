@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::borrow::Borrow;
 use super::queue::Queue;
-use super::sleep::Sleep;
+use super::roster::Roster;
 use super::task::{Job, Outcome};
 use super::worker::{self, WorkerStats};
 #[cfg(not(loom))]
@@ -30,7 +30,7 @@ const CLOSED: usize = 1 << (usize::BITS - 1);
 /// State shared by the pool handle, its workers and the controller.
 pub(crate) struct Shared {
     pub(super) queue: Queue<Job>,
-    pub(crate) sleep: Sleep,
+    pub(crate) roster: Roster,
     pub(super) gate: AtomicUsize,
     pub(super) stopped: AtomicBool,
     pub(super) cancelling: AtomicBool,
@@ -154,9 +154,9 @@ impl Shared {
         }
         let result = match self.queue.push(job) {
             Ok(()) => {
-                // Pairs with the fences in `Sleep::sleep` and `Sleep::set_target`.
+                // Pairs with the fences in `Roster::sleep` and `Roster::set_target`.
                 fence(Ordering::SeqCst);
-                if !self.sleep.wake_one_allowed() {
+                if !self.roster.wake_one_allowed() {
                     self.maybe_borrow();
                 }
                 #[cfg(not(loom))]
@@ -289,7 +289,7 @@ impl Shared {
             let _guard = lock(&self.blocked_lock);
             self.not_full.notify_all();
         }
-        self.sleep.wake_all();
+        self.roster.wake_all();
     }
 
     pub(crate) fn running(&self) -> usize {
@@ -302,7 +302,7 @@ impl Shared {
     /// queued. Purely additive: the allowed workers still take the task if nobody is borrowed.
     pub(crate) fn maybe_borrow(&self) {
         let limit = self.borrow.limit().min(self.workers.len());
-        let target = self.sleep.target();
+        let target = self.roster.target();
         if limit <= target || self.queue.is_empty() {
             return;
         }
@@ -313,7 +313,9 @@ impl Shared {
         if !self.borrow.submit_may_borrow(worker::nanos_since(self.epoch), self.is_own_worker()) {
             return;
         }
-        if self.sleep.wake_borrower(limit, |index| self.workers[index].borrowed.store(true, Ordering::SeqCst))
+        if self
+            .roster
+            .wake_borrower(limit, |index| self.workers[index].borrowed.store(true, Ordering::SeqCst))
         {
             self.borrows.fetch_add(1, Ordering::Relaxed);
         }

@@ -24,7 +24,7 @@ impl Shared {
         let sum = |f: fn(&WorkerStats) -> u64| shared.workers.iter().map(|w| f(w)).sum::<u64>();
         Metrics {
             threads: shared.workers.len(),
-            target: shared.sleep.target(),
+            target: shared.roster.target(),
             running: shared.running(),
             queued: shared.queue.len(),
             queue_capacity: shared.queue.capacity(),

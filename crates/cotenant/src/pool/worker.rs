@@ -299,11 +299,11 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     let mut kept: Option<super::host_tokens::Held<'_>> = None;
     loop {
         let borrowed = stats.borrowed.load(Ordering::SeqCst);
-        if borrowed && index < shared.sleep.target() {
+        if borrowed && index < shared.roster.target() {
             // The target rose past us: an allowed worker now, not a borrower.
             stats.borrowed.store(false, Ordering::SeqCst);
         }
-        let allowed = index < shared.sleep.target() || borrowed;
+        let allowed = index < shared.roster.target() || borrowed;
         if allowed {
             if let Some(job) = shared.queue.pop() {
                 shared.after_pop();
@@ -357,7 +357,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 {
                     kept = token.filter(|held| {
                         !borrowed
-                            && index < shared.sleep.target()
+                            && index < shared.roster.target()
                             && !shared.queue.is_empty()
                             && !shared.is_cancelling()
                             && held.nobody_waits()
@@ -405,7 +405,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             if borrowed {
                 // The queue is empty: give the CPU back without spinning on it.
                 stats.borrowed.store(false, Ordering::SeqCst);
-                if index < shared.sleep.target() {
+                if index < shared.roster.target() {
                     continue;
                 }
             } else if spin_for_work(&shared, index) {
@@ -429,7 +429,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 break;
             }
         }
-        shared.sleep.sleep(index, |target| {
+        shared.roster.sleep(index, |target| {
             shared.is_closed() || (index < target && !shared.queue.is_empty()) || (elastic && index >= target)
         });
         last_borrow_check = Instant::now();
@@ -439,7 +439,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
 
 /// Step 3: bounded spinning with exponential back-off. True when work appeared for us.
 fn spin_for_work(shared: &Shared, index: usize) -> bool {
-    let has_work = || !shared.queue.is_empty() && index < shared.sleep.target();
+    let has_work = || !shared.queue.is_empty() && index < shared.roster.target();
     let backoff = Backoff::default().spins(SPIN_ROUNDS).yields(YIELD_ROUNDS);
     spin_then_yield(&backoff, || has_work() || shared.is_closed()) && has_work()
 }

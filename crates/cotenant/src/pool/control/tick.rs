@@ -45,7 +45,7 @@ pub(super) fn tick(
             entry.last = None;
             let had_work = pool.queued() > 0 || pool.running() > 0;
             entry.idle_periods = if had_work { 0 } else { entry.idle_periods.saturating_add(1) };
-            pool.sleep.set_target(target as usize, || pool.queued());
+            pool.roster.set_target(target as usize, || pool.queued());
             return;
         }
     };
@@ -112,8 +112,8 @@ pub(super) fn tick(
             "cotenant pool target changed"
         );
     }
-    if decision.target as usize != pool.sleep.target() {
-        pool.sleep.set_target(decision.target as usize, || pool.queued());
+    if decision.target as usize != pool.roster.target() {
+        pool.roster.set_target(decision.target as usize, || pool.queued());
     }
 }
 
@@ -265,7 +265,7 @@ pub(super) fn tick_elastic(
     // 3. Apply: raise the target before starting threads (a new thread must see itself
     // below it); after lowering it, wake the sleepers above it so that they retire.
     let size = decision.size as usize;
-    let current = pool.sleep.target();
+    let current = pool.roster.target();
     if size != current {
         tracing::debug!(
             size,
@@ -276,10 +276,10 @@ pub(super) fn tick_elastic(
             wait_compute = sizer.wait_compute_ratio().unwrap_or(f64::NAN),
             "cotenant elastic pool size changed"
         );
-        pool.sleep.set_target(size, || pool.queued());
+        pool.roster.set_target(size, || pool.queued());
         if size < current {
-            pool.sleep.wake_above_target();
+            pool.roster.wake_above_target();
         }
     }
-    let _ = spawn_missing(pool, pool.sleep.target());
+    let _ = spawn_missing(pool, pool.roster.target());
 }

@@ -1,4 +1,4 @@
-//! loom models of borrowing (`borrow.rs`; `Shared::maybe_borrow`, `Sleep::wake_borrower` and
+//! loom models of borrowing (`borrow.rs`; `Shared::maybe_borrow`, `Roster::wake_borrower` and
 //! step 4 of the worker loop): a task queued while every allowed worker is busy wakes one
 //! sleeper beyond the target, marked borrowed before it can see its wake-up; that worker runs
 //! the task only as a borrower and gives the CPU back (clears its mark and sleeps) once the
@@ -46,7 +46,7 @@ fn a_task_behind_a_blocked_worker_runs_on_a_borrowed_one_that_gives_the_cpu_back
         // Worker 0 is busy with the blocker (its busy mark precedes the task) ...
         started.wait();
         // ... and worker 1 has registered as a sleeper: only a borrow can run the next task.
-        while shared.sleep.asleep() == 0 {
+        while shared.roster.asleep() == 0 {
             thread::yield_now();
         }
         let probe = {
@@ -57,11 +57,11 @@ fn a_task_behind_a_blocked_worker_runs_on_a_borrowed_one_that_gives_the_cpu_back
         gate.set();
         blocker.join().unwrap();
         // Quiescence: both workers asleep again.
-        while shared.sleep.asleep() < 2 {
+        while shared.roster.asleep() < 2 {
             thread::yield_now();
         }
         assert!(!shared.workers[1].borrowed.load(Ordering::SeqCst), "the borrowed worker kept the CPU");
-        assert_eq!(shared.sleep.idle_allowed(), 1, "only worker 0 counts as an allowed sleeper");
+        assert_eq!(shared.roster.idle_allowed(), 1, "only worker 0 counts as an allowed sleeper");
         assert_eq!(shared.borrows.load(Ordering::Relaxed), 1, "one borrow for the one task that needed it");
         pool.shutdown();
     });

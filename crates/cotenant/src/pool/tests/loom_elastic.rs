@@ -1,6 +1,6 @@
 //! loom models of an elastic pool's retirement (step R of `pool/README.md`; `elastic.rs` step
 //! 4, `worker.rs` step 1): the controller lowers the size (step T) and wakes the sleepers above
-//! it (`Sleep::wake_above_target`), and a worker at or above the size exits instead of
+//! it (`Roster::wake_above_target`), and a worker at or above the size exits instead of
 //! sleeping. In every interleaving, within the preemption bound, of that shrink with a submit
 //! and the workers' loops, the task runs (a worker claimed for it that retires instead leaves
 //! it to one that does not), and the worker above the size leaves whatever it was doing
@@ -35,8 +35,8 @@ fn a_task_submitted_while_a_worker_retires_runs() {
         let controller = {
             let pool = pool.clone();
             thread::spawn_named("controller".into(), move || {
-                pool.shared.sleep.set_target(1, || pool.shared.queued());
-                pool.shared.sleep.wake_above_target();
+                pool.shared.roster.set_target(1, || pool.shared.queued());
+                pool.shared.roster.wake_above_target();
             })
             .unwrap()
         };

@@ -29,7 +29,7 @@ fn pool_with_queue(threads: usize, target: usize, capacity: usize) -> Pool {
         .build()
         .unwrap();
     if target != threads {
-        pool.shared.sleep.set_target(target, || pool.shared.queued());
+        pool.shared.roster.set_target(target, || pool.shared.queued());
     }
     pool
 }
@@ -53,7 +53,7 @@ fn raising_the_target_wakes_a_parked_worker_for_queued_work() {
         let raiser = {
             let pool = pool.clone();
             thread::spawn_named("raiser".into(), move || {
-                pool.shared.sleep.set_target(2, || pool.shared.queued());
+                pool.shared.roster.set_target(2, || pool.shared.queued());
             })
             .unwrap()
         };
@@ -74,7 +74,7 @@ fn lowering_the_target_strands_no_task() {
         let lowerer = {
             let pool = pool.clone();
             thread::spawn_named("lowerer".into(), move || {
-                pool.shared.sleep.set_target(1, || pool.shared.queued());
+                pool.shared.roster.set_target(1, || pool.shared.queued());
             })
             .unwrap()
         };
@@ -83,7 +83,7 @@ fn lowering_the_target_strands_no_task() {
         lowerer.join().unwrap();
         assert_eq!(a.join().unwrap() + b.join().unwrap(), 3);
         pool.shutdown();
-        assert_eq!(pool.shared.sleep.idle_allowed(), 0);
+        assert_eq!(pool.shared.roster.idle_allowed(), 0);
     });
 }
 
@@ -103,7 +103,7 @@ fn shutdown_now_racing_a_submit_resolves_the_task_once() {
             other => panic!("unexpected {other:?}"),
         }
         stopper.join().unwrap();
-        assert_eq!(pool.shared.sleep.asleep(), 0, "a worker was left asleep after shutdown");
+        assert_eq!(pool.shared.roster.asleep(), 0, "a worker was left asleep after shutdown");
     });
 }
 

@@ -41,18 +41,18 @@ impl Registry {
     }
 }
 
-pub(crate) struct Sleep {
+pub(crate) struct Roster {
     target: AtomicUsize,
     idle_allowed: AtomicUsize,
     registry: Mutex<Registry>,
     parkers: Box<[CachePadded<Parker>]>,
 }
 
-impl Sleep {
+impl Roster {
     /// `threads` workers of which the first `target` may run (`1 <= target <= threads`).
     pub(crate) fn new(threads: usize, target: usize) -> Self {
         debug_assert!(1 <= target && target <= threads);
-        Sleep {
+        Roster {
             target: AtomicUsize::new(target),
             idle_allowed: AtomicUsize::new(0),
             registry: Mutex::new(Registry { asleep: vec![false; threads] }),
