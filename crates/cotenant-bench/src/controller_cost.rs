@@ -22,7 +22,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::peers::QUEUE_CAPACITY;
-use crate::procstat;
+use cotenant::internal::procfs::{pidstat, schedstat};
 
 /// Where this process's threads are listed.
 const TASK_DIR: &str = "/proc/self/task";
@@ -136,10 +136,10 @@ fn cpu_time(tids: &[u32]) -> Result<(u64, Option<u64>), String> {
         let path = format!("{TASK_DIR}/{tid}/stat");
         let stat = fs::read_to_string(&path)
             .map_err(|e| format!("{path}: {e} (has the controller thread exited?)"))?;
-        ticks +=
-            procstat::cpu_ticks(&stat).ok_or_else(|| format!("{path}: no utime and stime in {stat:?}"))?;
-        let schedstat = fs::read_to_string(format!("{TASK_DIR}/{tid}/schedstat")).ok();
-        let ns = schedstat.as_deref().and_then(procstat::schedstat_run_ns);
+        ticks += pidstat::parse(&stat).map_err(|e| format!("{path}: {e}"))?.cpu_ticks;
+        // The run time (ns) where the kernel keeps scheduler statistics: finer than the ticks.
+        let text = fs::read_to_string(format!("{TASK_DIR}/{tid}/schedstat")).ok();
+        let ns = text.as_deref().and_then(|t| schedstat::parse_task(t).ok()).map(|s| s.on_cpu_ns);
         run_ns = run_ns.zip(ns).map(|(sum, ns)| sum + ns);
     }
     Ok((ticks, run_ns))

@@ -40,7 +40,6 @@
 mod controller_cost;
 mod global_pool;
 mod peers;
-mod procstat;
 mod reference;
 mod report;
 mod workloads;

@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use crate::procstat;
+use cotenant::internal::procfs::pidstat;
 
 /// The control period: `1000 / libc::_SC_CLK_TCK` milliseconds, i.e. 500 ms on Linux, where the
 /// design meant one clock tick (10 ms at 100 Hz). Kept on purpose: see the module doc.
@@ -163,7 +163,7 @@ fn control(cpus: usize, stop: &AtomicBool, active: &AtomicUsize) {
 
 /// This process's utime + stime, in clock ticks.
 fn process_ticks() -> Option<u64> {
-    procstat::cpu_ticks(&fs::read_to_string("/proc/self/stat").ok()?)
+    pidstat::parse(&fs::read_to_string("/proc/self/stat").ok()?).ok().map(|p| p.cpu_ticks)
 }
 
 /// The host's user + system ticks, summed over all CPUs.
