@@ -10,6 +10,7 @@ mod support;
 
 use serde_json::Value;
 use std::{path::Path, sync::OnceLock};
+use support::affinity::first_allowed_cpu;
 use support::cgroup::{layout, os_error, skip, Layout, TestCgroup, PREFIX};
 
 const PERIOD_US: u64 = 100_000;
@@ -270,15 +271,5 @@ fn refresh_sees_a_quota_change_on_the_live_cgroup_file_system() {
     drop(cg);
     if let Err(panic) = result {
         std::panic::resume_unwind(panic);
-    }
-}
-
-/// The first CPU this test process may run on.
-fn first_allowed_cpu() -> usize {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
-        (0..libc::CPU_SETSIZE as usize).find(|&c| libc::CPU_ISSET(c, &set)).expect("some CPU")
     }
 }

@@ -61,14 +61,9 @@ pub fn idle_while_work(samples: &[(i64, f64)], interval_ns: i64, items: &[[u64; 
 
 /// Runs the experiment.
 pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
-    let layout = match &lab.layout {
+    let layout = match lab.cgroups_for("burst") {
         Ok(layout) => layout,
-        Err(why) => {
-            return Ok(Outcome {
-                report: format!("Skipped: the burst experiment needs real cgroups ({why}).\n"),
-                ..Outcome::default()
-            })
-        }
+        Err(skipped) => return Ok(*skipped),
     };
     let cpus = f64::from(lab.host.cpus.max(1));
     let seconds = args.seconds.unwrap_or(if args.quick { 2 } else { 10 });

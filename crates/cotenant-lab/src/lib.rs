@@ -130,6 +130,13 @@ pub struct Outcome {
     pub verdicts: Vec<String>,
 }
 
+impl Outcome {
+    /// An outcome that only says why the experiment was skipped (`why` without a full stop).
+    pub fn skipped(why: impl std::fmt::Display) -> Outcome {
+        Outcome { report: format!("Skipped: {why}.\n"), ..Outcome::default() }
+    }
+}
+
 /// A line chart: one or more series of (x, y) points.
 #[derive(Debug, Clone, Serialize)]
 pub struct Chart {
@@ -165,6 +172,14 @@ pub struct Lab {
 }
 
 impl Lab {
+    /// The cgroup layout `experiment` needs, or, where real cgroups cannot be made, the outcome
+    /// that says it was skipped and why.
+    pub fn cgroups_for(&self, experiment: &str) -> Result<&cgroup::Layout, Box<Outcome>> {
+        self.layout.as_ref().map_err(|why| {
+            Box::new(Outcome::skipped(format!("the {experiment} experiment needs real cgroups ({why})")))
+        })
+    }
+
     /// Looks at the host. Warns (and records) when real cgroups are unavailable: the
     /// experiments that need them are then skipped, not failed.
     pub fn new() -> anyhow::Result<Lab> {

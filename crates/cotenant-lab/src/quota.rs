@@ -31,14 +31,9 @@ pub const POOLS: [&str; 4] =
 
 /// Runs the experiment.
 pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
-    let layout = match &lab.layout {
+    let layout = match lab.cgroups_for("quota") {
         Ok(layout) => layout,
-        Err(why) => {
-            return Ok(Outcome {
-                report: format!("Skipped: the quota experiment needs real cgroups ({why}).\n"),
-                ..Outcome::default()
-            })
-        }
+        Err(skipped) => return Ok(*skipped),
     };
     let cpus = lab.host.cpus.max(1);
     let seconds = args.seconds.unwrap_or(if args.quick { 1 } else { 5 });

@@ -48,14 +48,9 @@ const WARM_UP: Duration = Duration::from_millis(500);
 
 /// Runs the experiment.
 pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
-    let layout = match &lab.layout {
+    let layout = match lab.cgroups_for("isolation") {
         Ok(layout) => layout,
-        Err(why) => {
-            return Ok(Outcome {
-                report: format!("Skipped: the isolation experiment needs real cgroups ({why}).\n"),
-                ..Outcome::default()
-            })
-        }
+        Err(skipped) => return Ok(*skipped),
     };
     let config = Config {
         seconds: args.seconds.map_or(if args.quick { 1.0 } else { 5.0 }, |s| s as f64),

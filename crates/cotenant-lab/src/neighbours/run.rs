@@ -178,7 +178,7 @@ pub fn run_once(config: &RunConfig, cpus: u32, layout: Option<&Layout>) -> anyho
 
 /// `go-neighbours`: skipped with a note, not failed, when Go is missing or its build fails.
 pub fn run_go(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
-    let skipped = |why: String| Outcome { report: format!("Skipped: {why}.\n"), ..Outcome::default() };
+    let skipped = |why: String| Outcome::skipped(why);
     match go_worker() {
         GoWorker::Ready(program) => {
             let mut plan = Plan::go_neighbours(lab, args);
