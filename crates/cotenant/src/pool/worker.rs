@@ -297,6 +297,19 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     // only ever carried to a pop that follows at once; every other path gives it back first.
     #[cfg(not(loom))]
     let mut kept: Option<super::host_tokens::Held<'_>> = None;
+    // What a worker does whenever it runs out of tasks it may run: it keeps no host token
+    // while idle, its busy stretch ends, and a budgeted pool's CPU slice is charged.
+    macro_rules! stop_working {
+        () => {{
+            #[cfg(not(loom))]
+            drop(kept.take());
+            stats.mark_idle(shared.epoch);
+            #[cfg(not(loom))]
+            if budgeted {
+                super::budget::release();
+            }
+        }};
+    }
     loop {
         let borrowed = stats.borrowed.load(Ordering::SeqCst);
         if borrowed && index < shared.roster.target() {
@@ -387,13 +400,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 continue;
             }
             // The queue ran dry under us (another worker took the task): no token while idle.
-            #[cfg(not(loom))]
-            drop(kept.take());
-            stats.mark_idle(shared.epoch);
-            #[cfg(not(loom))]
-            if budgeted {
-                super::budget::release();
-            }
+            stop_working!();
             if shared.is_closed() {
                 // Every push finished before `closed` was set (see `Shared::is_closed`), so
                 // this check of the queue sees them all: empty means done.
@@ -413,13 +420,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             }
         } else {
             // The target fell below us since the task the token was kept for.
-            #[cfg(not(loom))]
-            drop(kept.take());
-            stats.mark_idle(shared.epoch);
-            #[cfg(not(loom))]
-            if budgeted {
-                super::budget::release();
-            }
+            stop_working!();
             if shared.is_closed() {
                 break;
             }
