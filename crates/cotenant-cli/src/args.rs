@@ -2,7 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 #[cfg(feature = "lab")]
-use cotenant_lab::args::{LabArgs, LabTenantArgs, LabWorkerArgs, SimArgs};
+use cotenant_lab::args::{LabCommand, LabTenantArgs, LabWorkerArgs, SimArgs};
 use cotenant_ops::values::{parse_duration, parse_fraction, parse_positive, parse_time};
 use std::path::PathBuf;
 
@@ -28,7 +28,7 @@ pub enum Command {
     /// and charts (SVG and PNG) under DIR/<experiment>/. Experiments that need real cgroups
     /// (root) are skipped, saying why, where they cannot be created.
     #[cfg(feature = "lab")]
-    Lab(LabArgs),
+    Lab(LabCommand),
     /// Run a command with the CPU count set for every common runtime (GOMAXPROCS,
     /// RAYON_NUM_THREADS, OMP_NUM_THREADS, -XX:ActiveProcessorCount, ...).
     ///

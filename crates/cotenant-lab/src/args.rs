@@ -5,6 +5,14 @@ use clap::{Args, Subcommand, ValueEnum};
 use cotenant_ops::values::{parse_load, parse_positive, parse_time};
 use std::path::PathBuf;
 
+mod lab_command;
+
+pub use lab_command::{
+    BurstArgs, CommonArgs, ExperimentCommand, FactorArgs, FairnessArgs, GoNeighboursArgs, HeadlineArgs,
+    IsolationArgs, LabCommand, LengthArgs, LoadFlag, NeighboursArgs, OutputArgs, OvercommitArgs, PoolsFlag,
+    ProcessesFlag, QuotaArgs, RuntimesArgs, ServiceFlag, SettingFlag, SpinArgs, ThrottlingArgs,
+};
+
 /// Run a deterministic simulation.
 #[derive(Debug, Args)]
 pub struct SimArgs {
@@ -190,64 +198,74 @@ pub struct SimBandwidthArgs {
     pub json: bool,
 }
 
-/// Run an experiment on this host.
-#[derive(Debug, Args)]
+/// What the experiments read: the flags of the chosen experiment's subcommand
+/// ([`LabCommand::lab_args`]), and for every flag it does not take, that flag's default.
+#[derive(Debug, Clone)]
 pub struct LabArgs {
     /// The experiment.
-    #[arg(value_enum)]
     pub experiment: Experiment,
     /// A short smoke run (fewer configurations, 1 s per run, 1 repeat).
-    #[arg(long)]
     pub quick: bool,
     /// Runs per configuration; the tables give the median and the spread.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeats: Option<u32>,
     /// Write results.json, results.csv and report.md under DIR/<experiment>/.
-    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Print the results as JSON instead of tables: one line per experiment (JSON Lines, so
     /// that `lab all --json` prints one document per line).
-    #[arg(long)]
     pub json: bool,
     /// Offered loads per process, as fractions of its fair share of the CPUs (1.0 = exactly),
     /// comma-separated (default: 0.7 and the 1.5 overload; --quick: 0.7).
-    #[arg(long, value_delimiter = ',', value_parser = parse_load)]
     pub load: Vec<f64>,
     /// Process counts for `neighbours`, comma-separated (default: 1 to 2 × CPUs).
-    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=256))]
     pub processes: Vec<u32>,
     /// Pool kinds for `neighbours` and `headline`, comma-separated (default: ignorant, optimal,
     /// share, plain, adaptive). `adaptive` is the default pool (sharing host CPU tokens),
     /// `plain` the adaptive policy without them.
-    #[arg(long, value_enum, value_delimiter = ',')]
     pub pools: Vec<PoolKind>,
     /// Where `neighbours`' processes live.
-    #[arg(long, value_enum, default_value_t = SettingArg::Both)]
     pub setting: SettingArg,
     /// Seconds each configuration runs.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600))]
     pub seconds: Option<u64>,
     /// Service time of one work item, in milliseconds.
-    #[arg(long, default_value_t = 5.0, value_parser = parse_positive)]
     pub service_ms: f64,
     /// How `go-neighbours`' Go services run their items.
-    #[arg(long, value_enum, default_value_t = GoItems::Limited)]
     pub go_items: GoItems,
     /// `isolation`'s scenarios to run, comma-separated (default: all); baseline and
     /// unisolated always run, as the ratios' denominators.
-    #[arg(long, value_enum, value_delimiter = ',')]
     pub scenarios: Vec<crate::isolation::Scenario>,
     /// `spin`: the client's round trip each session sleeps before a transaction, in µs; it sets
     /// how busy the sessions keep their CPUs (default 200: about 85 % of the restricted CPU on
     /// the test VM; see RESULTS.md, "Where the seed's shape holds").
-    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub round_trip_us: Option<u64>,
     /// `isolation`: how the load generator's connection threads are scheduled. `realtime`
     /// (`SCHED_FIFO` 1, falling back to normal with the reason recorded) keeps B from delaying
     /// the client itself, as if it ran on another host; `normal` lets the client compete with
     /// the tenants (RESULTS.md, "isolation").
-    #[arg(long, value_enum, default_value_t = crate::loadgen::ClientPriority::Realtime)]
     pub client_priority: crate::loadgen::ClientPriority,
+}
+
+impl LabArgs {
+    /// `experiment` given no flag: every field at its flag's default (the defaults clap gives
+    /// in `args/lab_command.rs`, checked equal by its tests).
+    pub fn defaults(experiment: Experiment) -> LabArgs {
+        LabArgs {
+            experiment,
+            quick: false,
+            repeats: None,
+            out: None,
+            json: false,
+            load: Vec::new(),
+            processes: Vec::new(),
+            pools: Vec::new(),
+            setting: SettingArg::Both,
+            seconds: None,
+            service_ms: 5.0,
+            go_items: GoItems::Limited,
+            scenarios: Vec::new(),
+            round_trip_us: None,
+            client_priority: crate::loadgen::ClientPriority::Realtime,
+        }
+    }
 }
 
 /// How the Go worker runs its items (`go-neighbours`).
@@ -260,7 +278,7 @@ pub enum GoItems {
     PerItem,
 }
 
-/// The experiments of the lab.
+/// The experiments of the lab (each a subcommand of `cotenant lab`: [`ExperimentCommand`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Experiment {
     /// One process, fixed pools of 1 to 4 × CPUs threads (seed 000 Figure 2).

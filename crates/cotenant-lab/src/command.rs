@@ -16,7 +16,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate as lab;
-use crate::args::{Experiment, LabArgs};
+use crate::args::{Experiment, LabArgs, LabCommand};
 use crate::{Lab, Outcome};
 
 /// The experiments `all` runs, in order.
@@ -49,16 +49,13 @@ struct Results<'a, H: Serialize = lab::host::HostFacts> {
 /// `cotenant lab <experiment>`: runs the experiment (every one for `all`, in turn), prints
 /// each outcome and, with `--out`, writes it under `DIR/<experiment>/` (rows as they are
 /// measured); `lab clean` removes what killed labs left instead. Exits with failure when a
-/// run failed.
-pub fn run(args: &LabArgs) -> anyhow::Result<ExitCode> {
+/// run failed. Each experiment's subcommand takes only the flags it reads (clap refuses the
+/// others); the experiments read them as one [`LabArgs`].
+pub fn run(command: &LabCommand) -> anyhow::Result<ExitCode> {
+    let args = &command.lab_args();
     if args.experiment == Experiment::Clean {
         return clean();
     }
-    anyhow::ensure!(
-        args.round_trip_us.is_none() || matches!(args.experiment, Experiment::Spin | Experiment::All),
-        "--round-trip-us applies to `cotenant lab spin` only, not to `{}`",
-        args.experiment.name()
-    );
     // Before anything is created: from here on a signal removes whatever the lab made.
     lab::cgroup::install_signal_cleanup()?;
     // The default pools of every worker and tenant share the lab's own token set (runner/child.rs):
