@@ -14,8 +14,8 @@
 //! [`Sample::cap`] (what the quota pays for).
 
 mod adaptive;
-pub mod borrow;
-pub mod elastic;
+pub(crate) mod borrow;
+pub(crate) mod elastic;
 mod share;
 
 use std::fmt;
@@ -136,7 +136,7 @@ impl Policy {
 
     /// How many workers may run while borrowing idle CPUs between decisions (0: no
     /// borrowing), after [`decide`](Policy::decide) updated `state`. Only
-    /// [`Policy::adaptive`] borrows (unless its config turns it off); see [`borrow::limit`]
+    /// [`Policy::adaptive`] borrows (unless its config turns it off); see `policy/borrow.rs`
     /// for when it is safe.
     pub fn borrow_limit(&self, sample: &Sample, state: &PolicyState, online_cpus: u32) -> u32 {
         match &self.kind {
@@ -311,7 +311,7 @@ pub struct PolicyState {
     /// Periods decided so far (indexes `recent_neighbours`).
     pub periods: u64,
     /// Idle CPUs among those we may use, smoothed over about 8 periods (an exponential moving
-    /// average with weight [`borrow::IDLE_SMOOTHING`]): what gates borrowing.
+    /// average with weight `IDLE_SMOOTHING`, `policy/borrow.rs`): what gates borrowing.
     pub idle_average: f64,
 }
 

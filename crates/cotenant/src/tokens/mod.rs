@@ -115,9 +115,11 @@ const SEM_MEMBERS: u16 = 4;
 /// The semaphore counting member processes, for tests that count a forked child as a member
 /// with a raw `semop` (a child of a multi-threaded process may not allocate).
 #[doc(hidden)]
+#[doc(hidden)] // for cotenant's tests: internal, no stability promise
 pub const MEMBERS_SEMAPHORE: u16 = SEM_MEMBERS;
 /// The semaphore holding the free tokens (as [`MEMBERS_SEMAPHORE`]).
 #[doc(hidden)]
+#[doc(hidden)] // for cotenant's tests: internal, no stability promise
 pub const TOKENS_SEMAPHORE: u16 = SEM_TOKENS;
 const SEM_NAME: u16 = 5;
 /// The most tokens a set can hold (`SEMVMX`).
@@ -126,6 +128,7 @@ pub const MAX_TOKENS: u32 = 32767;
 /// Set in a process's environment, it waits on named sets' semaphores instead of their pipes (to
 /// measure one hand-over against the other on the same host; `RESULTS.md`); it still wakes pipe
 /// waiters. Private sets always use their pipe.
+#[doc(hidden)] // for cotenant's tests: internal, no stability promise
 pub const NO_PIPE_ENV: &str = "COTENANT_TOKENS_NO_PIPE";
 
 /// A host's CPU tokens (see the module documentation).
