@@ -20,7 +20,7 @@ use anyhow::Context as _;
 use super::runner::{run_workers_at, WorkerSpec, START_DELAY};
 use super::{Lab, Outcome};
 use cotenant_ops::cgroup::{Cgroup, LAB_PREFIX};
-use cotenant_ops::stats::median;
+use cotenant_ops::stats::column_medians;
 
 /// The three configurations, in table order.
 const CONFIGS: [(&str, Option<f64>, &str); 3] = [
@@ -153,8 +153,7 @@ pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
             outcome.rows.push(row);
             runs.push(figures);
         }
-        let med: Vec<f64> =
-            (0..4).map(|i| median(&mut runs.iter().map(|r| r[i]).collect::<Vec<_>>())).collect();
+        let med = column_medians(&runs);
         let _ = writeln!(
             report,
             "| {name} | {:.1} | {:.1} | {:.1} | {:.2} | {repeats} |",

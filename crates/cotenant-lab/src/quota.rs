@@ -12,7 +12,7 @@ use super::gobuild::{go_worker, GoWorker};
 use super::runner::{run_workers, WorkerSpec};
 use super::{Chart, Lab, Outcome, Series};
 use cotenant_ops::cgroup::{Cgroup, LAB_PREFIX};
-use cotenant_ops::stats::median;
+use cotenant_ops::stats::column_medians;
 
 /// The quotas to run on `cpus` CPUs: 0.5 to `cpus` in steps of 0.5 (quick: the smallest and
 /// the largest below the CPU count, and the CPU count).
@@ -130,8 +130,7 @@ pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
             if runs.is_empty() {
                 continue;
             }
-            let med: Vec<f64> =
-                (0..3).map(|i| median(&mut runs.iter().map(|r| r[i]).collect::<Vec<_>>())).collect();
+            let med = column_medians(&runs);
             let _ = writeln!(
                 report,
                 "| {q} | {pool} | {threads} | {:.1} | {:.1} | {:.1} | {} |",

@@ -20,6 +20,12 @@ pub fn median_of_finite(values: impl IntoIterator<Item = f64>) -> f64 {
     median(&mut finite)
 }
 
+/// The median of each column of `rows`: one figure per column over the repeats of a
+/// configuration (NaN for every column when there are no rows).
+pub fn column_medians<const N: usize>(rows: &[[f64; N]]) -> [f64; N] {
+    std::array::from_fn(|i| median(&mut rows.iter().map(|r| r[i]).collect::<Vec<_>>()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -31,5 +37,7 @@ mod tests {
         assert!(median(&mut []).is_nan());
         assert_eq!(median_of_finite([f64::NAN, 5.0, f64::INFINITY, 1.0]), 3.0);
         assert!(median_of_finite([f64::NAN]).is_nan());
+        assert_eq!(column_medians(&[[1.0, 10.0], [3.0, 30.0], [2.0, 20.0]]), [2.0, 20.0]);
+        assert!(column_medians::<2>(&[]).iter().all(|v| v.is_nan()));
     }
 }
