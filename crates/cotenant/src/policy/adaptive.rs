@@ -56,7 +56,7 @@ pub struct AdaptiveConfig {
     pub probe_wait_max: u32,
     /// Between decisions, wake one worker beyond the target while a task waits and a CPU is
     /// idle at that instant, and give it back as soon as anyone else waits for a CPU
-    /// (`policy/borrow.rs`). Off by default: in the lab it cut the end-to-end p99 at 70 % load
+    /// (`policy/borrow_limit.rs`). Off by default: in the lab it cut the end-to-end p99 at 70 % load
     /// in one run and not in the next, and raised the neighbours' service p99 in both
     /// (`docs/policy.md`, "Between decisions").
     pub borrow: bool,

@@ -7,15 +7,15 @@
 //! | [`Policy::fixed`] | here | a constant target |
 //! | [`Policy::share`] | `share.rs` | seed 000 §5.2's formula, faithfully (locks in, see `docs/policy.md`) |
 //! | [`Policy::adaptive`] | `adaptive.rs` | cotenant's controller: contention, idle CPUs, fairness probes |
-//! | (adaptive) | `borrow.rs` | between decisions: one more worker while a CPU is idle *now* |
-//! | (elastic pools) | `elastic.rs` | threads for blocking work: Ncpu × U × (1 + W/C), Little's law, hysteresis |
+//! | (adaptive) | `borrow_limit.rs` | between decisions: one more worker while a CPU is idle *now* |
+//! | (elastic pools) | `elastic_size.rs` | threads for blocking work: Ncpu × U × (1 + W/C), Little's law, hysteresis |
 //!
 //! Invariant: every decision is in `1..=sample.threads`, and a dynamic policy never exceeds
 //! [`Sample::cap`] (what the quota pays for).
 
 mod adaptive;
-pub(crate) mod borrow;
-pub(crate) mod elastic;
+pub(crate) mod borrow_limit;
+pub(crate) mod elastic_size;
 mod share;
 
 use std::fmt;
@@ -129,18 +129,20 @@ impl Policy {
             Kind::Adaptive(config) => adaptive::decide(config, sample, state),
         };
         debug_assert!(decision.target >= 1 && decision.target <= sample.threads.max(1));
-        state.idle_average += (sample.idle_cpus() - state.idle_average) * borrow::IDLE_SMOOTHING;
+        state.idle_average += (sample.idle_cpus() - state.idle_average) * borrow_limit::IDLE_SMOOTHING;
         state.record(decision.target);
         decision
     }
 
     /// How many workers may run while borrowing idle CPUs between decisions (0: no
     /// borrowing), after [`decide`](Policy::decide) updated `state`. Only
-    /// [`Policy::adaptive`] borrows (unless its config turns it off); see `policy/borrow.rs`
+    /// [`Policy::adaptive`] borrows (unless its config turns it off); see `policy/borrow_limit.rs`
     /// for when it is safe.
     pub fn borrow_limit(&self, sample: &Sample, state: &PolicyState, online_cpus: u32) -> u32 {
         match &self.kind {
-            Kind::Adaptive(config) if config.borrow => borrow::limit(sample, state.idle_average, online_cpus),
+            Kind::Adaptive(config) if config.borrow => {
+                borrow_limit::limit(sample, state.idle_average, online_cpus)
+            }
             _ => 0,
         }
     }
@@ -311,7 +313,7 @@ pub struct PolicyState {
     /// Periods decided so far (indexes `recent_neighbours`).
     pub periods: u64,
     /// Idle CPUs among those we may use, smoothed over about 8 periods (an exponential moving
-    /// average with weight `IDLE_SMOOTHING`, `policy/borrow.rs`): what gates borrowing.
+    /// average with weight `IDLE_SMOOTHING`, `policy/borrow_limit.rs`): what gates borrowing.
     pub idle_average: f64,
 }
 

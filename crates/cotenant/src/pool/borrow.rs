@@ -1,4 +1,4 @@
-//! The pool's side of borrowing (`policy/borrow.rs` says when and why): the limit the
+//! The pool's side of borrowing (`policy/borrow_limit.rs` says when and why): the limit the
 //! controller sets each period, and the rate-limited "is a CPU idle now?" check that a submit
 //! and a borrowed worker make by reading `/proc/loadavg`.
 //!
@@ -82,7 +82,7 @@ impl Borrow {
         self.cpu_idle_now(submitter_stays)
     }
 
-    /// Whether a CPU is free for one more worker now (see `policy::borrow::cpu_idle_now`);
+    /// Whether a CPU is free for one more worker now (see `policy::borrow_limit::cpu_idle_now`);
     /// false when `/proc/loadavg` cannot be read.
     pub(crate) fn cpu_idle_now(&self, reader_stays: bool) -> bool {
         #[cfg(not(loom))]
@@ -94,7 +94,7 @@ impl Borrow {
             let Ok(text) = std::str::from_utf8(&buf[..len]) else { return false };
             let Ok(runnable) = crate::procfs::loadavg::parse_running(text) else { return false };
             let cpus = u32::try_from(self.online_cpus.load(Ordering::Relaxed)).unwrap_or(u32::MAX);
-            crate::policy::borrow::cpu_idle_now(runnable, cpus, reader_stays)
+            crate::policy::borrow_limit::cpu_idle_now(runnable, cpus, reader_stays)
         }
         // Under loom a CPU is always free: whether a model borrows is then decided by the
         // limit it sets (0 unless it calls `set`), the same on every replay of a schedule.

@@ -6,7 +6,7 @@ use std::time::Duration;
 #[cfg(not(loom))]
 use super::host_tokens;
 use super::Full;
-use crate::policy::elastic::ElasticConfig;
+use crate::policy::elastic_size::ElasticConfig;
 use crate::policy::Policy;
 #[cfg(not(loom))]
 use crate::sync::Arc;
@@ -212,7 +212,7 @@ impl Builder {
     /// the neighbours are busy). Without a backlog, Little's law (arrival rate × task time)
     /// bounds the size; with a backlog, the size also grows while the allowed CPUs sit idle.
     /// It grows at once and shrinks after 50 periods of wanting fewer threads (half a second
-    /// at the default period; `policy::elastic`). `max` is at most 65 536.
+    /// at the default period; `policy::elastic_size`). `max` is at most 65 536.
     ///
     /// Why create and retire threads here when a CPU pool parks a fixed set: a CPU pool needs
     /// at most one thread per CPU, and a parked thread costs nothing. A blocking pool may need

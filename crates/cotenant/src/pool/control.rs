@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use self::tick::{tick, tick_elastic, tokens_upkeep};
 use super::elastic::Totals;
 use super::Shared;
-use crate::policy::elastic::ElasticState;
+use crate::policy::elastic_size::ElasticState;
 use crate::policy::{Policy, PolicyState};
 use crate::sampler::{HostCounters, HostSampler};
 

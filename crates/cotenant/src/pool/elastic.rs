@@ -1,6 +1,6 @@
 //! The elastic pool's mechanics (`Builder::elastic`, issue 9 item 3): measuring each task,
 //! creating threads and retiring them. What size to have is decided by the pure
-//! [`crate::policy::elastic`].
+//! [`crate::policy::elastic_size`].
 //!
 //! 1. **Slots.** An elastic pool has `max` worker slots (`Shared::workers`, `Roster`) and a
 //!    thread in some of them. The size is the target of `roster.rs`: slots below it may run.
@@ -29,7 +29,7 @@ use super::worker::WorkerStats;
 use super::Shared;
 use crate::kfile::ThreadSchedstat;
 use crate::metrics::Degradation;
-use crate::policy::elastic::ElasticConfig;
+use crate::policy::elastic_size::ElasticConfig;
 use crate::sampler::clock_ns;
 use crate::sync::lock;
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::schedstat::read_runq_waits;
 use super::{warn_once, Entry, Snapshot};
-use crate::policy::elastic::ElasticSample;
+use crate::policy::elastic_size::ElasticSample;
 use crate::policy::{fallback_target, Policy, PolicyState};
 use crate::pool::elastic::{spawn_missing, Totals};
 use crate::pool::Shared;
@@ -164,7 +164,7 @@ fn decide(
 /// wait as its own (see `tick_elastic`); the adaptive policy's own "alone" threshold.
 const ELASTIC_NEIGHBOUR_FLOOR: f64 = 0.5;
 
-/// An elastic pool's period (`pool/elastic.rs`, `policy/elastic.rs`): the CPU policy decides
+/// An elastic pool's period (`pool/elastic.rs`, `policy/elastic_size.rs`): the CPU policy decides
 /// the CPUs the pool may use from a sample in which the pool's tasks stand in for workers
 /// (their CPU time plus run-queue wait is the demand, the part of that wait the neighbours'
 /// CPU use explains the contention);
@@ -257,7 +257,7 @@ pub(super) fn tick_elastic(
         queued,
         idle_ns,
     };
-    let decision = crate::policy::elastic::decide(&elastic.config, &sample, sizer);
+    let decision = crate::policy::elastic_size::decide(&elastic.config, &sample, sizer);
     elastic.cpus.store(u64::from(cpus), Ordering::Relaxed);
     elastic.compute_ns.store(sizer.compute_ns.unwrap_or(0.0) as u64, Ordering::Relaxed);
     elastic.wait_ns.store(sizer.wait_ns as u64, Ordering::Relaxed);
