@@ -108,11 +108,12 @@ fn neighbours_prints_the_labs_table_and_writes_its_files() {
 
 #[test]
 fn neighbours_refuses_what_it_cannot_simulate() {
+    // Usage errors: exit 2, as clap's own.
     let out = cotenant(&["sim", "neighbours", "--pools", "fixed", "--repeats", "1"]);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--pools: fixed is not simulated"));
     let out = cotenant(&["sim", "neighbours", "--duration", "1s", "--warmup", "2s"]);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--warmup"));
     // A service time that rounds to 0 ns is named before any run.
     let out = cotenant(&["sim", "neighbours", "--service-ms", "0.0000001", "--processes", "1"]);

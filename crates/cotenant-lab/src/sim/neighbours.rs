@@ -161,10 +161,13 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         args.pools.clone()
     };
     for &kind in &pools {
-        policy(kind, args.cpus, 1)?; // a pool the simulator cannot run fails before any work
+        // A pool the simulator cannot run is a usage error (exit 2), found before any work.
+        policy(kind, args.cpus, 1).map_err(|e| cotenant_ops::usage::UsageError::new(format!("{e:#}")))?;
     }
     if args.warmup >= args.duration {
-        bail!("--warmup ({:?}) must be shorter than --duration ({:?})", args.warmup, args.duration);
+        let why =
+            format!("--warmup ({:?}) must be shorter than --duration ({:?})", args.warmup, args.duration);
+        return cotenant_ops::usage::bail(why);
     }
     let plan = Plan {
         settings: settings(args.setting),
