@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
+use serde::Serialize;
 
-use super::runner::{run_workers_at, WorkerSpec, START_DELAY};
+use super::runner::{cgroup_run_length, run_workers_at, schedule_args, WorkerSpec, START_DELAY};
 use super::{Lab, Outcome};
 use cotenant_ops::cgroup::{Cgroup, LAB_PREFIX};
 use cotenant_ops::stats::column_medians;
@@ -59,15 +60,38 @@ pub fn idle_while_work(samples: &[(i64, f64)], interval_ns: i64, items: &[[u64; 
     }
 }
 
+/// One run's row of `results.csv`: one configuration, one repeat.
+#[derive(Serialize)]
+struct BurstRow<'a> {
+    /// The configuration, the first column of [`CONFIGS`].
+    configuration: &'a str,
+    /// Which repeat of the configuration (from 0).
+    repeat: u32,
+    /// CPUs other processes kept busy just before the run (the quiet-host check).
+    host_busy_cpus_before: f64,
+    /// The bursty tenant's service time, 99th percentile (µs).
+    bursty_service_p99_us: f64,
+    /// The bursty tenant's service time, maximum (µs).
+    bursty_service_max_us: f64,
+    /// The bursty tenant's end-to-end time (from the intended arrival), 99th percentile (µs).
+    bursty_e2e_p99_us: f64,
+    /// The bursty tenant's items completed per second.
+    bursty_throughput_per_s: f64,
+    /// The steady tenant's items completed per second.
+    steady_throughput_per_s: f64,
+    /// The steady tenant's service time, 99th percentile (µs).
+    steady_service_p99_us: f64,
+    /// CPUs left idle while some tenant had an item waiting or running ([`idle_while_work`]).
+    idle_cpus_while_work: f64,
+}
+
 /// Runs the experiment.
 pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
-    let layout = match lab.cgroups_for("burst") {
-        Ok(layout) => layout,
+    let (layout, seconds, repeats) = match cgroup_run_length(lab, "burst", args, (2, 10), (1, 3)) {
+        Ok(start) => start,
         Err(skipped) => return Ok(*skipped),
     };
     let cpus = f64::from(lab.host.cpus.max(1));
-    let seconds = args.seconds.unwrap_or(if args.quick { 2 } else { 10 });
-    let repeats = args.repeats.unwrap_or(if args.quick { 1 } else { 3 });
     let mut outcome = Outcome::default();
     let mut report = format!(
         "Two tenants. Bursty: quiet {} ms, then {} ms of Poisson arrivals, on average 30% of half the host \
@@ -102,26 +126,10 @@ pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
                 cgroups.push(cg);
             }
             let worker = |arrivals: &str, load: f64, tenant: usize| -> anyhow::Result<WorkerSpec<'_>> {
-                let a: Vec<String> = [
-                    "--pool",
-                    pool,
-                    "--processes",
-                    "2",
-                    "--load",
-                    &load.to_string(),
-                    "--arrivals",
-                    arrivals,
-                    "--service-ms",
-                    &args.service_ms.to_string(),
-                    "--duration-ms",
-                    &(seconds * 1000).to_string(),
-                    "--seed",
-                    &repeat.to_string(),
-                    "--items",
-                ]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
+                let mut a = vec!["--pool".to_owned(), pool.to_owned()];
+                a.extend(schedule_args(2, load, None, args.service_ms, Duration::from_secs(seconds)));
+                a.extend(["--arrivals".to_owned(), arrivals.to_owned()]);
+                a.extend(["--seed".to_owned(), repeat.to_string(), "--items".to_owned()]);
                 WorkerSpec::lab_worker(a, Some(&cgroups[tenant]))
             };
             let specs = [worker("bursty", 0.3, 0)?, worker("poisson", 1.5, 1)?];
@@ -139,18 +147,18 @@ pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
             let idle = idle_while_work(&samples, interval.as_nanos() as i64, &all_items);
             let (bursty, steady) = (&reports[0].summary, &reports[1].summary);
             let figures = [bursty.service_p99_us, bursty.e2e_p99_us, steady.throughput_per_s, idle];
-            let mut row = serde_json::Map::new();
-            row.insert("configuration".into(), name.into());
-            row.insert("repeat".into(), repeat.into());
-            row.insert("host_busy_cpus_before".into(), busy_before.into());
-            row.insert("bursty_service_p99_us".into(), figures[0].into());
-            row.insert("bursty_service_max_us".into(), bursty.service_max_us.into());
-            row.insert("bursty_e2e_p99_us".into(), figures[1].into());
-            row.insert("bursty_throughput_per_s".into(), bursty.throughput_per_s.into());
-            row.insert("steady_throughput_per_s".into(), figures[2].into());
-            row.insert("steady_service_p99_us".into(), steady.service_p99_us.into());
-            row.insert("idle_cpus_while_work".into(), figures[3].into());
-            outcome.rows.push(row);
+            outcome.rows.push(crate::row_of(&BurstRow {
+                configuration: name,
+                repeat,
+                host_busy_cpus_before: busy_before,
+                bursty_service_p99_us: figures[0],
+                bursty_service_max_us: bursty.service_max_us,
+                bursty_e2e_p99_us: figures[1],
+                bursty_throughput_per_s: bursty.throughput_per_s,
+                steady_throughput_per_s: figures[2],
+                steady_service_p99_us: steady.service_p99_us,
+                idle_cpus_while_work: figures[3],
+            }));
             runs.push(figures);
         }
         let med = column_medians(&runs);

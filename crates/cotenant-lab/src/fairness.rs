@@ -6,7 +6,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::runner::{run_workers, WorkerSpec};
+use serde::Serialize;
+
+use super::runner::{run_length, run_workers, schedule_args, WorkerSpec};
 use super::worker::SeriesPoint;
 use super::{Chart, Lab, Outcome, Series};
 use crate::args::{LabArgs, PoolKind};
@@ -88,10 +90,34 @@ pub fn time_to_fair(windows: &[Window]) -> Option<(f64, f64)> {
     Some((windows[first].t_ms, held))
 }
 
+/// One window's row of `results.csv`: a [`Window`] of one pool's run, one repeat.
+#[derive(Serialize)]
+struct WindowRow<'a> {
+    /// The pool kind both processes ran.
+    pool: &'a str,
+    /// Which repeat of the configuration (from 0).
+    repeat: u32,
+    /// CPUs other processes kept busy just before the run (the quiet-host check).
+    host_busy_cpus_before: f64,
+    /// End of the window (ms after B started).
+    t_ms_after_b_started: f64,
+    /// CPUs A used in the window.
+    a_cpus: f64,
+    /// CPUs B used in the window.
+    b_cpus: f64,
+    /// A's pool target at the window's end (threads).
+    a_target: usize,
+    /// B's pool target at the window's end (threads).
+    b_target: usize,
+    /// Jain's index of the two CPU shares (0.5 to 1).
+    jain: f64,
+}
+
 /// Runs the experiment.
 pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
-    let together = Duration::from_secs(args.seconds.unwrap_or(if args.quick { 2 } else { 4 }));
-    let repeats = args.repeats.unwrap_or(if args.quick { 1 } else { 3 });
+    // `--seconds` is how long B runs next to A.
+    let (seconds_together, repeats) = run_length(args, (2, 4), (1, 3));
+    let together = Duration::from_secs(seconds_together);
     let mut outcome = Outcome::default();
     let mut summary = Vec::new();
     let mut report = format!(
@@ -119,44 +145,28 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
                 Err(_) => None,
             };
             let spec = |duration: Duration, offset: Duration| -> anyhow::Result<WorkerSpec> {
-                let args: Vec<String> = [
-                    "--pool",
-                    name,
-                    "--processes",
-                    "2",
-                    "--load",
-                    "1",
-                    "--service-ms",
-                    &args.service_ms.to_string(),
-                    "--duration-ms",
-                    &duration.as_millis().to_string(),
-                    "--seed",
-                    &repeat.to_string(),
-                    "--saturate",
-                    "--series-ms",
-                    "50",
-                ]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-                let mut spec = WorkerSpec::lab_worker(args, cgroup.as_ref())?;
+                let mut worker_args = vec!["--pool".to_owned(), name.to_owned()];
+                worker_args.extend(schedule_args(2, 1.0, None, args.service_ms, duration));
+                worker_args.extend(["--seed".to_owned(), repeat.to_string(), "--saturate".to_owned()]);
+                worker_args.extend(["--series-ms".to_owned(), "50".to_owned()]);
+                let mut spec = WorkerSpec::lab_worker(worker_args, cgroup.as_ref())?;
                 spec.start_offset = offset;
                 Ok(spec)
             };
             let reports = run_workers(&[spec(ALONE + together, Duration::ZERO)?, spec(together, ALONE)?])?;
             let w = windows(&reports[0].series, &reports[1].series, ALONE.as_secs_f64() * 1000.0);
             for win in &w {
-                let mut row = serde_json::Map::new();
-                row.insert("pool".into(), name.into());
-                row.insert("repeat".into(), repeat.into());
-                row.insert("host_busy_cpus_before".into(), busy_before.into());
-                row.insert("t_ms_after_b_started".into(), win.t_ms.into());
-                row.insert("a_cpus".into(), win.a_cpus.into());
-                row.insert("b_cpus".into(), win.b_cpus.into());
-                row.insert("a_target".into(), win.a_target.into());
-                row.insert("b_target".into(), win.b_target.into());
-                row.insert("jain".into(), win.jain.into());
-                outcome.rows.push(row);
+                outcome.rows.push(crate::row_of(&WindowRow {
+                    pool: name,
+                    repeat,
+                    host_busy_cpus_before: busy_before,
+                    t_ms_after_b_started: win.t_ms,
+                    a_cpus: win.a_cpus,
+                    b_cpus: win.b_cpus,
+                    a_target: win.a_target,
+                    b_target: win.b_target,
+                    jain: win.jain,
+                }));
             }
             let fair = time_to_fair(&w);
             let mean = |f: fn(&Window) -> f64| w.iter().map(f).sum::<f64>() / w.len().max(1) as f64;

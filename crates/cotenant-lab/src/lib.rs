@@ -107,6 +107,19 @@ pub fn failed_row(mut row: Row, why: &str) -> Row {
     row
 }
 
+/// The [`Row`] of a typed row: each experiment declares its rows as `#[derive(Serialize)]`
+/// structs of numbers and strings (optional figures `#[serde(skip_serializing_if =
+/// "Option::is_none")]`), and this turns one into the flat JSON object the output files are made
+/// of. Keys come out sorted, as they always have (`serde_json::Map` is a sorted map here).
+///
+/// Panics only if `typed` is not a struct of plain fields, which is a bug in the row's type.
+pub fn row_of(typed: &impl Serialize) -> Row {
+    match serde_json::to_value(typed) {
+        Ok(serde_json::Value::Object(row)) => row,
+        other => panic!("a lab row must serialize to a flat JSON object, got {other:?}"),
+    }
+}
+
 /// Whether `row` records a failed run ([`failed_row`]).
 pub fn is_failed(row: &Row) -> bool {
     row.get("failed") == Some(&serde_json::Value::Bool(true))

@@ -6,7 +6,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::runner::{fixed_pool_args, run_workers, WorkerSpec};
+use serde::Serialize;
+
+use super::runner::{fixed_pool_args, run_length, run_workers, WorkerSpec};
 use super::{Chart, Lab, Outcome, Series};
 use crate::args::LabArgs;
 use cotenant_ops::stats::median;
@@ -26,12 +28,38 @@ pub struct Point {
     pub throughput_per_s: f64,
 }
 
+/// One run's row of `results.csv`: one thread count, one repeat.
+#[derive(Serialize)]
+struct OvercommitRow {
+    /// Pool threads (count).
+    threads: u32,
+    /// Whether every item ran inside one mutex (`contention`).
+    mutex: bool,
+    /// Offered load, a fraction of the capacity (the host's CPUs, or one CPU with the mutex).
+    load: f64,
+    /// Which repeat of the configuration (from 0).
+    repeat: u32,
+    /// CPUs other processes kept busy just before the run (the quiet-host check).
+    host_busy_cpus_before: f64,
+    /// Service time, median (µs).
+    service_p50_us: f64,
+    /// Service time, 99th percentile (µs).
+    service_p99_us: f64,
+    /// Service time, maximum (µs).
+    service_max_us: f64,
+    /// Queue time (start minus intended arrival), 99th percentile (µs).
+    queue_p99_us: f64,
+    /// End-to-end time (from the intended arrival), 99th percentile (µs).
+    e2e_p99_us: f64,
+    /// Items completed per second.
+    throughput_per_s: f64,
+}
+
 /// Runs the experiment; `mutex` makes it `contention`.
 pub fn run(lab: &Lab, args: &LabArgs, mutex: bool) -> anyhow::Result<Outcome> {
     let cpus = lab.host.cpus.max(1);
     let threads: Vec<u32> = if args.quick { vec![1, cpus, 4 * cpus] } else { (1..=4 * cpus).collect() };
-    let repeats = args.repeats.unwrap_or(if args.quick { 1 } else { 3 });
-    let seconds = args.seconds.unwrap_or(if args.quick { 1 } else { 5 });
+    let (seconds, repeats) = run_length(args, (1, 5), (1, 3));
     let load = args.load.first().copied().unwrap_or(0.7);
     // The capacity the load is a fraction of: the host, or the one CPU the lock lets run.
     let capacity = if mutex { 1.0 } else { f64::from(cpus) };
@@ -63,19 +91,19 @@ pub fn run(lab: &Lab, args: &LabArgs, mutex: bool) -> anyhow::Result<Outcome> {
                 .pop()
                 .ok_or_else(|| anyhow::anyhow!("the lab worker printed no report"))?;
             let s = &report.summary;
-            let mut row = serde_json::Map::new();
-            row.insert("threads".into(), n.into());
-            row.insert("mutex".into(), mutex.into());
-            row.insert("load".into(), load.into());
-            row.insert("repeat".into(), repeat.into());
-            row.insert("host_busy_cpus_before".into(), busy_before.into());
-            row.insert("service_p50_us".into(), s.service_p50_us.into());
-            row.insert("service_p99_us".into(), s.service_p99_us.into());
-            row.insert("service_max_us".into(), s.service_max_us.into());
-            row.insert("queue_p99_us".into(), s.queue_p99_us.into());
-            row.insert("e2e_p99_us".into(), s.e2e_p99_us.into());
-            row.insert("throughput_per_s".into(), s.throughput_per_s.into());
-            outcome.rows.push(row);
+            outcome.rows.push(crate::row_of(&OvercommitRow {
+                threads: n,
+                mutex,
+                load,
+                repeat,
+                host_busy_cpus_before: busy_before,
+                service_p50_us: s.service_p50_us,
+                service_p99_us: s.service_p99_us,
+                service_max_us: s.service_max_us,
+                queue_p99_us: s.queue_p99_us,
+                e2e_p99_us: s.e2e_p99_us,
+                throughput_per_s: s.throughput_per_s,
+            }));
             runs.push(s.clone());
         }
         let med =

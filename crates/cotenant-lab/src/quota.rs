@@ -5,11 +5,13 @@
 //! program with its default GOMAXPROCS (built by the lab when Go is installed).
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use anyhow::Context as _;
+use serde::Serialize;
 
 use super::gobuild::{go_worker, GoWorker};
-use super::runner::{run_workers, WorkerSpec};
+use super::runner::{cgroup_run_length, run_workers, schedule_args, WorkerSpec};
 use super::{Chart, Lab, Outcome, Series};
 use cotenant_ops::cgroup::{Cgroup, LAB_PREFIX};
 use cotenant_ops::stats::column_medians;
@@ -29,15 +31,38 @@ pub fn quotas(cpus: u32, quick: bool) -> Vec<f64> {
 pub const POOLS: [&str; 4] =
     ["fixed(online CPUs)", "fixed(quota, rounded up)", "adaptive", "go (default GOMAXPROCS)"];
 
+/// One run's row of `results.csv`: one pool under one quota, one repeat.
+#[derive(Serialize)]
+struct QuotaRow<'a> {
+    /// The cgroup's CPU quota (CPUs, at a 100 ms period).
+    quota_cpus: f64,
+    /// The pool, one of [`POOLS`].
+    pool: &'a str,
+    /// Threads the worker's pool had (count).
+    threads: usize,
+    /// Which repeat of the configuration (from 0).
+    repeat: u32,
+    /// CPUs other processes kept busy just before the run (the quiet-host check).
+    host_busy_cpus_before: f64,
+    /// Service time, 99th percentile (µs).
+    service_p99_us: f64,
+    /// Service time, maximum (µs).
+    service_max_us: f64,
+    /// End-to-end time (from the intended arrival), 99th percentile (µs).
+    e2e_p99_us: f64,
+    /// Items completed per second.
+    throughput_per_s: f64,
+    /// Items completed over items offered (0 to 1).
+    completed_fraction: f64,
+}
+
 /// Runs the experiment.
 pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
-    let layout = match lab.cgroups_for("quota") {
-        Ok(layout) => layout,
+    let cpus = lab.host.cpus.max(1);
+    let (layout, seconds, repeats) = match cgroup_run_length(lab, "quota", args, (1, 5), (1, 3)) {
+        Ok(start) => start,
         Err(skipped) => return Ok(*skipped),
     };
-    let cpus = lab.host.cpus.max(1);
-    let seconds = args.seconds.unwrap_or(if args.quick { 1 } else { 5 });
-    let repeats = args.repeats.unwrap_or(if args.quick { 1 } else { 3 });
     let load = args.load.first().copied().unwrap_or(0.7);
     let go = go_worker();
     let mut outcome = Outcome::default();
@@ -60,23 +85,9 @@ pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
             let mut runs: Vec<[f64; 3]> = Vec::new();
             let mut threads = 0;
             for repeat in 0..repeats {
-                let common: Vec<String> = [
-                    "--processes",
-                    "1",
-                    "--fair-cpus",
-                    &q.to_string(),
-                    "--load",
-                    &load.to_string(),
-                    "--service-ms",
-                    &args.service_ms.to_string(),
-                    "--duration-ms",
-                    &(seconds * 1000).to_string(),
-                    "--seed",
-                    &repeat.to_string(),
-                ]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
+                let mut common =
+                    schedule_args(1, load, Some(q), args.service_ms, Duration::from_secs(seconds));
+                common.extend(["--seed".to_owned(), repeat.to_string()]);
                 let cg = Cgroup::create(layout, LAB_PREFIX, "quota", false, None)
                     .context("creating a lab cgroup")?;
                 Cgroup::set_quota(layout, cg.cpu_dir(false), Some((q * 100_000.0).round() as u64), 100_000)?;
@@ -110,21 +121,18 @@ pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
                 let report = run_workers(&[spec])?.pop().context("no report from the worker")?;
                 let s = &report.summary;
                 threads = report.threads;
-                let mut row = serde_json::Map::new();
-                row.insert("quota_cpus".into(), q.into());
-                row.insert("pool".into(), pool.into());
-                row.insert("threads".into(), report.threads.into());
-                row.insert("repeat".into(), repeat.into());
-                row.insert("host_busy_cpus_before".into(), busy_before.into());
-                row.insert("service_p99_us".into(), s.service_p99_us.into());
-                row.insert("service_max_us".into(), s.service_max_us.into());
-                row.insert("e2e_p99_us".into(), s.e2e_p99_us.into());
-                row.insert("throughput_per_s".into(), s.throughput_per_s.into());
-                row.insert(
-                    "completed_fraction".into(),
-                    (s.completed as f64 / s.offered.max(1) as f64).into(),
-                );
-                outcome.rows.push(row);
+                outcome.rows.push(crate::row_of(&QuotaRow {
+                    quota_cpus: q,
+                    pool,
+                    threads: report.threads,
+                    repeat,
+                    host_busy_cpus_before: busy_before,
+                    service_p99_us: s.service_p99_us,
+                    service_max_us: s.service_max_us,
+                    e2e_p99_us: s.e2e_p99_us,
+                    throughput_per_s: s.throughput_per_s,
+                    completed_fraction: s.completed as f64 / s.offered.max(1) as f64,
+                }));
                 runs.push([s.service_p99_us, s.e2e_p99_us, s.throughput_per_s]);
             }
             if runs.is_empty() {

@@ -31,6 +31,7 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use serde::Serialize;
 
 use super::runner::{is_not_found, run_bounded_output, BUILD_DEADLINE, PROBE_DEADLINE};
 use super::Outcome;
@@ -299,6 +300,37 @@ pub struct Cell {
     pub correct: u32,
 }
 
+/// The row of one [`Cell`].
+#[derive(Debug, Serialize)]
+struct CellRow<'a> {
+    /// Scenario name.
+    scenario: &'a str,
+    /// Runtime name (a column of the tables).
+    runtime: &'a str,
+    /// The thread count it printed (threads; null when there is no number).
+    value: Option<u32>,
+    /// Why there is no number (empty when there is one).
+    note: &'a str,
+    /// The correct thread count (threads).
+    correct: u32,
+    /// Whether it printed the correct count.
+    is_correct: bool,
+}
+
+impl<'a> CellRow<'a> {
+    /// The row of `c`.
+    fn of(c: &'a Cell) -> CellRow<'a> {
+        CellRow {
+            scenario: &c.scenario,
+            runtime: &c.runtime,
+            value: c.value.as_ref().ok().copied(),
+            note: c.value.as_ref().err().map_or("", String::as_str),
+            correct: c.correct,
+            is_correct: c.value.as_ref().ok() == Some(&c.correct),
+        }
+    }
+}
+
 /// The Markdown table of `columns` (cells whose runtime is not a column are left out): the
 /// correct value first, wrong values in bold with a cross.
 pub fn table(cells: &[Cell], columns: &[&str]) -> String {
@@ -449,14 +481,7 @@ pub fn run(args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
     }
     let mut outcome = Outcome::default();
     for c in &cells {
-        let mut row = serde_json::Map::new();
-        row.insert("scenario".into(), c.scenario.clone().into());
-        row.insert("runtime".into(), c.runtime.clone().into());
-        row.insert("value".into(), c.value.as_ref().ok().map_or(serde_json::Value::Null, |v| (*v).into()));
-        row.insert("note".into(), c.value.as_ref().err().cloned().unwrap_or_default().into());
-        row.insert("correct".into(), c.correct.into());
-        row.insert("is_correct".into(), (c.value.as_ref().ok() == Some(&c.correct)).into());
-        outcome.rows.push(row);
+        outcome.rows.push(super::row_of(&CellRow::of(c)));
     }
     let mut report = format!(
         "The thread count each runtime would use by default, in each scenario, on this host's {cpus} CPUs. \

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
+use cotenant::BudgetMetrics;
 use serde::{Deserialize, Serialize};
 
 use super::workload::{self, thread_cpu_ns, Calibration, Summary};
@@ -67,41 +68,23 @@ pub struct WorkerReport {
     /// Wall time of the run (ns).
     #[serde(default)]
     pub wall_ns: u64,
-    /// With `--cpu-budget`: the budget's counters over the run (from the common start).
+    /// With `--cpu-budget`: the budget's counters over the run (from the common start), with
+    /// the field names of [`BudgetMetrics`] (its `serde` feature).
     #[serde(default)]
-    pub budget: Option<BudgetRow>,
+    pub budget: Option<BudgetMetrics>,
 }
 
-/// [`cotenant::BudgetMetrics`] in a form that (de)serialises.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct BudgetRow {
-    /// CPU time per period (ns).
-    pub quota_ns: u64,
-    /// The period (ns).
-    pub period_ns: u64,
-    /// Periods since the pool started.
-    pub periods: u64,
-    /// Periods in which a worker found the budget spent.
-    pub throttled_periods: u64,
-    /// Periods that began paying a debt.
-    pub short_periods: u64,
-    /// CPU time charged (ns).
-    pub charged_ns: u64,
-}
-
-impl BudgetRow {
-    /// The counters between two snapshots of the same budget (`before` may be the default,
-    /// all zero).
-    pub fn between(before: cotenant::BudgetMetrics, after: cotenant::BudgetMetrics) -> Self {
-        BudgetRow {
-            quota_ns: after.quota_ns,
-            period_ns: after.period_ns,
-            periods: after.periods.saturating_sub(before.periods),
-            throttled_periods: after.throttled_periods.saturating_sub(before.throttled_periods),
-            short_periods: after.short_periods.saturating_sub(before.short_periods),
-            charged_ns: after.charged_ns.saturating_sub(before.charged_ns),
-        }
-    }
+/// One budget's counters over a run: the counts of `after` since `before` (an earlier
+/// snapshot of the same budget, or the default, all zero), the quota and the period as in
+/// `after`.
+pub fn budget_between(before: BudgetMetrics, after: BudgetMetrics) -> BudgetMetrics {
+    // `after` as the base: the struct is `#[non_exhaustive]`, so no literal outside its crate.
+    let mut run = after;
+    run.periods = after.periods.saturating_sub(before.periods);
+    run.throttled_periods = after.throttled_periods.saturating_sub(before.throttled_periods);
+    run.short_periods = after.short_periods.saturating_sub(before.short_periods);
+    run.charged_ns = after.charged_ns.saturating_sub(before.charged_ns);
+    run
 }
 
 /// One point of a worker's time series.
@@ -308,7 +291,7 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
         workers_cpu_ns,
         wall_ns,
         // The budget's counters over the run only (not the start-up before the common start).
-        budget: metrics.budget.map(|after| BudgetRow::between(budget_before.unwrap_or_default(), after)),
+        budget: metrics.budget.map(|after| budget_between(budget_before.unwrap_or_default(), after)),
     };
     println!("{}", serde_json::to_string(&report)?);
     Ok(ExitCode::from(cotenant_ops::exit::OK))

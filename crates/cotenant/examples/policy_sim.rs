@@ -36,7 +36,7 @@ fn run(policy: &Policy, cpus: u32, grouping: Grouping, targets: &[u32], seconds:
         let outcome = host.step();
         let shares: Vec<f64> = outcome.iter().map(|o| o.cpus).collect();
         jains.push(jain(&shares));
-        let now: Vec<u32> = host.tenants.iter().map(|t| t.state.target).collect();
+        let now: Vec<u32> = host.tenants.iter().map(|t| t.state.target()).collect();
         if period >= PER_SECOND {
             changes_steady += now.iter().zip(&last_targets).filter(|(a, b)| a != b).count();
         }

@@ -33,23 +33,19 @@ fn simulate(
         let outcome = host.step();
         let total: f64 = outcome.iter().map(|o| o.cpus).sum();
         let o = outcome[record];
-        let runnable = f64::from(before[record].target.min(cpus));
+        let runnable = f64::from(before[record].target().min(cpus));
         let period = host.period_ns as f64;
-        let sample = Sample {
-            elapsed_ns: host.period_ns,
-            threads: cpus,
-            cpus,
-            quota_cpus: None,
-            self_ns: (o.cpus * period) as u64,
-            busy_ns: (total * period) as u64,
-            idle_ns: ((f64::from(cpus) - total).max(0.0) * period) as u64,
-            procs_running: None,
-            throttled_ns: 0,
-            workers_busy_ns: (runnable * period) as u64,
-            workers_cpu_ns: Some((o.cpus * period) as u64),
-            workers_runq_wait_ns: None,
-            queued: 1,
-        };
+        // No quota, throttling, `procs_running` or schedstat in the simulation: defaults.
+        let mut sample = Sample::default();
+        sample.elapsed_ns = host.period_ns;
+        sample.threads = cpus;
+        sample.cpus = cpus;
+        sample.self_ns = (o.cpus * period) as u64;
+        sample.busy_ns = (total * period) as u64;
+        sample.idle_ns = ((f64::from(cpus) - total).max(0.0) * period) as u64;
+        sample.workers_busy_ns = (runnable * period) as u64;
+        sample.workers_cpu_ns = Some((o.cpus * period) as u64);
+        sample.queued = 1;
         let mut check = before[record].clone();
         let decision = policy.decide(&sample, &mut check);
         assert_eq!(check, host.tenants[record].state, "the rebuilt sample must reproduce the simulation");
@@ -109,21 +105,21 @@ fn scripted(
 fn alone(running: u32, quota: Option<f64>, throttled_ms: u64) -> Sample {
     let period = 10_000_000;
     let used = u64::from(running) * period;
-    Sample {
-        elapsed_ns: period,
-        threads: 4,
-        cpus: 4,
-        quota_cpus: quota,
-        self_ns: used,
-        busy_ns: used,
-        idle_ns: 4 * period - used,
-        procs_running: Some(running),
-        throttled_ns: throttled_ms * 1_000_000,
-        workers_busy_ns: used,
-        workers_cpu_ns: Some(used),
-        workers_runq_wait_ns: Some(0),
-        queued: 3,
-    }
+    let mut sample = Sample::default();
+    sample.elapsed_ns = period;
+    sample.threads = 4;
+    sample.cpus = 4;
+    sample.quota_cpus = quota;
+    sample.self_ns = used;
+    sample.busy_ns = used;
+    sample.idle_ns = 4 * period - used;
+    sample.procs_running = Some(running);
+    sample.throttled_ns = throttled_ms * 1_000_000;
+    sample.workers_busy_ns = used;
+    sample.workers_cpu_ns = Some(used);
+    sample.workers_runq_wait_ns = Some(0);
+    sample.queued = 3;
+    sample
 }
 
 /// Constants unlike the defaults in every field the simulated cases exercise, so that a port
@@ -147,81 +143,72 @@ fn tuned() -> (AdaptiveConfig, &'static str) {
     (config, json)
 }
 
+/// Simulates `targets` saturated tenants on 16 CPUs for 40 periods and writes tenant
+/// `record`'s samples and decisions as the vector `name`.
+fn write_simulated(
+    dir: &str,
+    name: &str,
+    (policy, policy_json): (&Policy, &str),
+    targets: &[u32],
+    record: usize,
+    description: &str,
+) {
+    write(dir, name, &simulate(policy, policy_json, 16, targets, record, 40, description));
+}
+
+/// The lock-in start under `policy` (A ran alone with 16 workers on 16 CPUs, B starts with 1)
+/// seen by each process: `<prefix>-small-process` records B, `<prefix>-big-process` A.
+fn lock_in(dir: &str, prefix: &str, (policy, policy_json): (Policy, &str), [b, a]: [&str; 2]) {
+    write_simulated(dir, &format!("{prefix}-small-process"), (&policy, policy_json), &[16, 1], 1, b);
+    write_simulated(dir, &format!("{prefix}-big-process"), (&policy, policy_json), &[16, 1], 0, a);
+}
+
 fn main() {
     let dir = std::env::args().nth(1).unwrap_or_else(|| "testdata/policy".to_owned());
     let (tuned_config, tuned_json) = tuned();
-    let cases = [
-        (
-            "share-lock-in-small-process",
-            Policy::share(1.0),
-            "{\"kind\": \"share\", \"overcommit\": 1.0}",
-            vec![16, 1],
-            1,
+    lock_in(
+        &dir,
+        "share-lock-in",
+        (Policy::share(1.0), "{\"kind\": \"share\", \"overcommit\": 1.0}"),
+        [
             "Process B of the lock-in: A ran alone with 16 workers on 16 CPUs, B starts with 1. Under share(1), B's share is small because it has one worker, so it keeps one worker.",
-        ),
-        (
-            "share-lock-in-big-process",
-            Policy::share(1.0),
-            "{\"kind\": \"share\", \"overcommit\": 1.0}",
-            vec![16, 1],
-            0,
             "Process A of the lock-in: it keeps 16 workers while B, with queued work, stays at 1.",
-        ),
-        (
-            "adaptive-escapes-lock-in-small-process",
-            Policy::adaptive(),
-            "{\"kind\": \"adaptive\"}",
-            vec![16, 1],
-            1,
+        ],
+    );
+    lock_in(
+        &dir,
+        "adaptive-escapes-lock-in",
+        (Policy::adaptive(), "{\"kind\": \"adaptive\"}"),
+        [
             "The lock-in start under adaptive, seen by B: it probes for more workers while the neighbours use more CPUs than it does, and reaches 8 of 16.",
-        ),
-        (
-            "adaptive-escapes-lock-in-big-process",
-            Policy::adaptive(),
-            "{\"kind\": \"adaptive\"}",
-            vec![16, 1],
-            0,
             "The lock-in start under adaptive, seen by A: it gives back the workers that wait each time B probes, down to 8 of 16.",
-        ),
-    ];
-    let more_cases = [
-        (
-            "adaptive-tuned-small-process",
-            Policy::adaptive_with(tuned_config.clone()),
-            tuned_json,
-            vec![16, 1],
-            1,
+        ],
+    );
+    lock_in(
+        &dir,
+        "adaptive-tuned",
+        (Policy::adaptive_with(tuned_config), tuned_json),
+        [
             "The lock-in start under adaptive with every tunable constant changed, seen by B (parity of the configuration between ports).",
-        ),
-        (
-            "adaptive-tuned-big-process",
-            Policy::adaptive_with(tuned_config),
-            tuned_json,
-            vec![16, 1],
-            0,
             "The lock-in start under adaptive with every tunable constant changed, seen by A.",
-        ),
-        (
-            "adaptive-tokens-two-processes",
-            Policy::adaptive().sharing_host_tokens(),
-            "{\"kind\": \"adaptive(tokens)\"}",
-            vec![4, 4],
-            0,
-            "Two processes that share host CPU tokens, starting at 4 workers each on 16 CPUs: each counts the other as absent and grows into the idle CPUs until its workers wait.",
-        ),
-        (
-            "fixed-two-processes",
-            Policy::fixed(8),
-            "{\"kind\": \"fixed\", \"n\": 8}",
-            vec![8, 8],
-            0,
-            "fixed(8) next to another fixed(8) on 16 CPUs: the target never moves.",
-        ),
-    ];
-    for (name, policy, json, targets, record, description) in cases.into_iter().chain(more_cases) {
-        let text = simulate(&policy, json, 16, &targets, record, 40, description);
-        write(&dir, name, &text);
-    }
+        ],
+    );
+    write_simulated(
+        &dir,
+        "adaptive-tokens-two-processes",
+        (&Policy::adaptive().sharing_host_tokens(), "{\"kind\": \"adaptive(tokens)\"}"),
+        &[4, 4],
+        0,
+        "Two processes that share host CPU tokens, starting at 4 workers each on 16 CPUs: each counts the other as absent and grows into the idle CPUs until its workers wait.",
+    );
+    write_simulated(
+        &dir,
+        "fixed-two-processes",
+        (&Policy::fixed(8), "{\"kind\": \"fixed\", \"n\": 8}"),
+        &[8, 8],
+        0,
+        "fixed(8) next to another fixed(8) on 16 CPUs: the target never moves.",
+    );
     let quota_samples = [
         alone(4, Some(2.0), 0), // a quota of 2 CPUs appears: quota
         alone(2, Some(2.0), 0), // hold

@@ -26,6 +26,7 @@ use crate::metrics::Metrics;
 
 /// One of the seed's four alerts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Alert {
     /// More than twice as many tasks queued as the pool's size.
     QueueOverload,
@@ -118,6 +119,7 @@ impl fmt::Display for Alerts {
 
 /// An alert raised or cleared by the latest snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Transition {
     /// Which alert.
     pub alert: Alert,
@@ -127,6 +129,7 @@ pub struct Transition {
 
 /// The thresholds (the seed's, by default).
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct HealthConfig {
     /// The sliding window: how long a rejection keeps `Rejecting` raised, and the span whose
     /// halves `CompletionFalling` compares.

@@ -2,6 +2,12 @@
 //! ([`Display`](std::fmt::Display)) and for Prometheus ([`Metrics::to_prometheus`]); and how the
 //! library reports a feature it turned off because the kernel refused a read
 //! (`Degradation`): counted in [`Metrics::degradations`] and logged once per process.
+//!
+//! With the `serde` cargo feature (off by default, so that the library's dependencies stay
+//! few), [`BudgetMetrics`], [`ElasticMetrics`] and [`TokenState`] implement `Serialize` and
+//! `Deserialize`, field names as in Rust and `TokenState` in the words of
+//! [`TokenState::as_str`]: a program that writes them out and reads them back (the lab's
+//! workers) needs no copy of its own. [`Metrics`] does not: its `alerts` have no serde form.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -96,6 +102,7 @@ pub struct Metrics {
 /// An elastic pool's threads and what its size was computed from (see
 /// [`crate::Builder::elastic`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct ElasticMetrics {
     /// The smallest size.
@@ -118,6 +125,7 @@ pub struct ElasticMetrics {
 
 /// The counters of a pool's user-space CPU budget (see [`crate::Builder::cpu_budget`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct BudgetMetrics {
     /// CPU time per period (ns).
@@ -137,6 +145,9 @@ pub struct BudgetMetrics {
 
 /// Whether a pool shares host CPU tokens ([`Metrics::host_tokens`]; `crate::tokens`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))] // the words of `as_str`
+#[non_exhaustive] // a later kind of sharing may add a state
 pub enum TokenState {
     /// No tokens: turned off (`Builder::host_tokens_off`, `COTENANT_TOKENS=off`), or a kind of
     /// pool that takes none (elastic, background, with a CPU budget).
@@ -159,6 +170,85 @@ impl TokenState {
             TokenState::Alone => "alone",
             TokenState::Engaged => "engaged",
         }
+    }
+}
+
+/// How a Prometheus sample's value is written.
+#[derive(Debug, Clone, Copy)]
+enum Value {
+    /// A count or a size, as an integer.
+    Count(u64),
+    /// A time kept in nanoseconds, written in seconds (Prometheus's base unit).
+    Seconds(u64),
+}
+
+/// A plain number is a count.
+impl From<u64> for Value {
+    fn from(n: u64) -> Self {
+        Value::Count(n)
+    }
+}
+
+/// A plain number is a count.
+impl From<usize> for Value {
+    fn from(n: usize) -> Self {
+        Value::Count(n as u64)
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Value::Count(n) => write!(f, "{n}"),
+            Value::Seconds(ns) => write!(f, "{}", ns as f64 / 1e9),
+        }
+    }
+}
+
+/// A metric family of one sample: its name after `cotenant_pool_`, its type, its help text and
+/// its value.
+type Family = (&'static str, &'static str, &'static str, Value);
+
+impl BudgetMetrics {
+    /// Its Prometheus families, in field order.
+    fn families(&self) -> [Family; 6] {
+        use Value::Seconds;
+        // Every field by name: a new one does not compile until it is exposed here too.
+        let BudgetMetrics {
+            quota_ns,
+            period_ns,
+            periods,
+            throttled_periods: throttled,
+            short_periods: short,
+            charged_ns: charged,
+        } = *self;
+        [
+            ("budget_quota_seconds", "gauge", "CPU budget per period", Seconds(quota_ns)),
+            ("budget_period_seconds", "gauge", "CPU budget period", Seconds(period_ns)),
+            ("budget_periods_total", "counter", "CPU budget periods", periods.into()),
+            ("budget_throttled_periods_total", "counter", "periods the budget ran out", throttled.into()),
+            ("budget_short_periods_total", "counter", "periods that began paying a debt", short.into()),
+            ("budget_charged_seconds_total", "counter", "CPU time charged to the budget", Seconds(charged)),
+        ]
+    }
+}
+
+impl ElasticMetrics {
+    /// Its Prometheus families, in field order.
+    fn families(&self) -> [Family; 8] {
+        use Value::Seconds;
+        // Every field by name: a new one does not compile until it is exposed here too.
+        let ElasticMetrics { min, max, live, started, retired, cpus, task_cpu_ns, task_wait_ns } = *self;
+        [
+            ("elastic_min_threads", "gauge", "smallest size of the elastic pool", min.into()),
+            ("elastic_max_threads", "gauge", "largest size of the elastic pool", max.into()),
+            ("elastic_live_threads", "gauge", "threads alive in the elastic pool", live.into()),
+            ("elastic_started_total", "counter", "threads the elastic pool started", started.into()),
+            ("elastic_retired_total", "counter", "threads the elastic pool retired", retired.into()),
+            ("elastic_cpus", "gauge", "CPUs the policy allows the elastic pool", cpus.into()),
+            ("elastic_task_cpu_seconds", "gauge", "estimated CPU time per task", Seconds(task_cpu_ns)),
+            ("elastic_task_wait_seconds", "gauge", "estimated blocked time per task", Seconds(task_wait_ns)),
+        ]
     }
 }
 
@@ -211,61 +301,16 @@ impl Metrics {
                 self.degradations,
             ),
         ];
-        let budget_rows = self.budget.map(|b| {
-            [
-                ("budget_quota_seconds", "gauge", "CPU budget per period", b.quota_ns),
-                ("budget_period_seconds", "gauge", "CPU budget period", b.period_ns),
-                ("budget_charged_seconds_total", "counter", "CPU time charged to the budget", b.charged_ns),
-            ]
-        });
-        let budget_counts = self.budget.map(|b| {
-            [
-                ("budget_periods_total", "counter", "CPU budget periods", b.periods),
-                (
-                    "budget_throttled_periods_total",
-                    "counter",
-                    "periods the budget ran out",
-                    b.throttled_periods,
-                ),
-                (
-                    "budget_short_periods_total",
-                    "counter",
-                    "periods that began paying a debt",
-                    b.short_periods,
-                ),
-            ]
-        });
-        let elastic_rows = self.elastic.map(|e| {
-            [
-                ("elastic_min_threads", "gauge", "smallest size of the elastic pool", e.min as u64),
-                ("elastic_max_threads", "gauge", "largest size of the elastic pool", e.max as u64),
-                ("elastic_live_threads", "gauge", "threads alive in the elastic pool", e.live as u64),
-                ("elastic_started_total", "counter", "threads the elastic pool started", e.started),
-                ("elastic_retired_total", "counter", "threads the elastic pool retired", e.retired),
-                ("elastic_cpus", "gauge", "CPUs the policy allows the elastic pool", e.cpus),
-            ]
-        });
-        let elastic_times = self.elastic.map(|e| {
-            [
-                ("elastic_task_cpu_seconds", "gauge", "estimated CPU time per task", e.task_cpu_ns),
-                ("elastic_task_wait_seconds", "gauge", "estimated blocked time per task", e.task_wait_ns),
-            ]
-        });
-        let mut out = String::new();
-        for (name, kind, help, value) in
-            budget_rows.into_iter().flatten().chain(elastic_times.into_iter().flatten())
-        {
-            out.push_str(&format!(
-                "# HELP cotenant_pool_{name} {help}\n# TYPE cotenant_pool_{name} {kind}\n\
-                 cotenant_pool_{name}{{pool=\"{label}\"}} {}\n",
-                value as f64 / 1e9
-            ));
-        }
-        for (name, kind, help, value) in rows
+        let families = rows
+            .map(|(name, kind, help, n)| (name, kind, help, Value::Count(n)))
             .into_iter()
-            .chain(budget_counts.into_iter().flatten())
-            .chain(elastic_rows.into_iter().flatten())
-        {
+            .chain(self.budget.iter().flat_map(BudgetMetrics::families))
+            .chain(self.elastic.iter().flat_map(ElasticMetrics::families));
+        // The times first, then the counts: the order the text has always had.
+        let (times, counts): (Vec<Family>, Vec<Family>) =
+            families.partition(|family| matches!(family.3, Value::Seconds(_)));
+        let mut out = String::new();
+        for (name, kind, help, value) in times.into_iter().chain(counts) {
             out.push_str(&format!(
                 "# HELP cotenant_pool_{name} {help}\n# TYPE cotenant_pool_{name} {kind}\n\
                  cotenant_pool_{name}{{pool=\"{label}\"}} {value}\n"
@@ -280,7 +325,10 @@ impl Metrics {
                 u8::from(self.host_tokens == state)
             ));
         }
-        out.push_str("# HELP cotenant_pool_alert 1 while the health alert is raised (seed 002)\n");
+        out.push_str(concat!(
+            "# HELP cotenant_pool_alert 1 while the health alert is raised ",
+            "(queue overload, at capacity, rejecting, completions falling)\n"
+        ));
         out.push_str("# TYPE cotenant_pool_alert gauge\n");
         for alert in Alert::ALL {
             out.push_str(&format!(
@@ -452,5 +500,30 @@ mod tests {
         assert!(text.contains("# TYPE cotenant_pool_degradations_total counter"), "{text}");
         assert!(text.contains("cotenant_pool_degradations_total{pool=\"p\"} 3"), "{text}");
         assert!(!Metrics::default().to_string().contains("degradations"));
+    }
+
+    #[test]
+    fn the_prometheus_text_keeps_its_order_times_first() {
+        let budget = BudgetMetrics { quota_ns: 150_000_000, periods: 7, ..BudgetMetrics::default() };
+        let elastic = ElasticMetrics { max: 4, task_wait_ns: 2_500_000, ..ElasticMetrics::default() };
+        let metrics = Metrics { budget: Some(budget), elastic: Some(elastic), ..Metrics::default() };
+        let text = metrics.to_prometheus("p");
+        let names: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("# TYPE cotenant_pool_")?.split(' ').next())
+            .collect();
+        let times = ["budget_quota_seconds", "budget_period_seconds", "budget_charged_seconds_total"];
+        let elastic_times = ["elastic_task_cpu_seconds", "elastic_task_wait_seconds"];
+        assert_eq!(names[..5], [&times[..], &elastic_times[..]].concat()[..], "{text}");
+        assert_eq!(names[5..8], ["threads", "target", "running"], "{text}");
+        let budget_counts =
+            ["budget_periods_total", "budget_throttled_periods_total", "budget_short_periods_total"];
+        assert_eq!(names[23..26], budget_counts, "{text}");
+        assert_eq!(names[26], "elastic_min_threads", "{text}");
+        assert_eq!(names[31..], ["elastic_cpus", "host_tokens", "alert"], "{text}");
+        assert!(text.contains("cotenant_pool_budget_quota_seconds{pool=\"p\"} 0.15\n"), "{text}");
+        assert!(text.contains("cotenant_pool_elastic_task_wait_seconds{pool=\"p\"} 0.0025\n"), "{text}");
+        assert!(text.contains("cotenant_pool_budget_periods_total{pool=\"p\"} 7\n"), "{text}");
+        assert!(text.contains("cotenant_pool_elastic_max_threads{pool=\"p\"} 4\n"), "{text}");
     }
 }

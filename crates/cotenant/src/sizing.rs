@@ -17,6 +17,7 @@ use std::fmt;
 
 /// A pool size and how it was reached.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Sizing {
     /// The formula's value before rounding.
     pub exact: f64,
@@ -28,6 +29,7 @@ pub struct Sizing {
 
 /// Why a size cannot be computed: the argument and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InvalidSizing(pub String);
 
 impl fmt::Display for InvalidSizing {

@@ -11,21 +11,18 @@ const PERIOD: u64 = 10_000_000;
 fn sample(cpus: u32, threads: u32, busy: f64, own: f64, neighbours: f64, queued: u32) -> Sample {
     let ns = |cpus: f64| (cpus * PERIOD as f64) as u64;
     let used = (own + neighbours).min(f64::from(cpus));
-    Sample {
-        elapsed_ns: PERIOD,
-        threads,
-        cpus,
-        quota_cpus: None,
-        self_ns: ns(own),
-        busy_ns: ns(used),
-        idle_ns: ns(f64::from(cpus) - used),
-        procs_running: None,
-        throttled_ns: 0,
-        workers_busy_ns: ns(busy),
-        workers_cpu_ns: Some(ns(own)),
-        workers_runq_wait_ns: None,
-        queued,
-    }
+    // Fields not set stay at their defaults: no quota, no throttling, no schedstat.
+    let mut s = Sample::default();
+    s.elapsed_ns = PERIOD;
+    s.threads = threads;
+    s.cpus = cpus;
+    s.self_ns = ns(own);
+    s.busy_ns = ns(used);
+    s.idle_ns = ns(f64::from(cpus) - used);
+    s.workers_busy_ns = ns(busy);
+    s.workers_cpu_ns = Some(ns(own));
+    s.queued = queued;
+    s
 }
 
 fn decide_n(policy: &Policy, state: &mut PolicyState, s: &Sample, n: usize) -> Vec<(u32, Reason)> {
@@ -178,7 +175,7 @@ fn two_processes(policy: &Policy, cpus: u32, first: u32, second: u32, seconds: u
     for period in 0..seconds * 100 {
         let outcome = host.step();
         jains.push(jain(&outcome.iter().map(|o| o.cpus).collect::<Vec<_>>()));
-        let now: Vec<u32> = host.tenants.iter().map(|t| t.state.target).collect();
+        let now: Vec<u32> = host.tenants.iter().map(|t| t.state.target()).collect();
         if period >= 100 {
             changes += now.iter().zip(&last).filter(|(a, b)| a != b).count();
         }
@@ -222,11 +219,19 @@ proptest! {
         let policy = match kind { 0 => Policy::adaptive(), 1 => Policy::share(overcommit), 2 => Policy::adaptive().sharing_host_tokens(), _ => Policy::fixed(((start % threads) + 1) as usize) };
         let mut state = PolicyState::new(start);
         for (elapsed, self_ns, busy, idle, wbusy, wcpu, runq, throttled, queued) in samples {
-            let s = Sample {
-                elapsed_ns: u64::from(elapsed), threads, cpus, quota_cpus: quota, self_ns, busy_ns: busy, idle_ns: idle,
-                procs_running: None, throttled_ns: throttled, workers_busy_ns: wbusy, workers_cpu_ns: wcpu,
-                workers_runq_wait_ns: runq, queued,
-            };
+            let mut s = Sample::default();
+            s.elapsed_ns = u64::from(elapsed);
+            s.threads = threads;
+            s.cpus = cpus;
+            s.quota_cpus = quota;
+            s.self_ns = self_ns;
+            s.busy_ns = busy;
+            s.idle_ns = idle;
+            s.throttled_ns = throttled;
+            s.workers_busy_ns = wbusy;
+            s.workers_cpu_ns = wcpu;
+            s.workers_runq_wait_ns = runq;
+            s.queued = queued;
             let d = policy.decide(&s, &mut state);
             prop_assert!(d.target >= 1 && d.target <= threads, "{d:?} for {threads} threads");
             // fixed(n) is not a dynamic policy: its n may exceed the cap (module invariant).

@@ -60,21 +60,21 @@ const SAMPLE_FIELDS: [&str; 13] = [
 
 fn parse_sample(v: &Value) -> Result<Sample, String> {
     let s = object(v, "sample", &SAMPLE_FIELDS)?;
-    Ok(Sample {
-        elapsed_ns: u64_field(s, "elapsed_ns")?,
-        threads: u32_field(s, "threads")?,
-        cpus: u32_field(s, "cpus")?,
-        quota_cpus: s.get("quota_cpus").and_then(Value::as_f64),
-        self_ns: u64_field(s, "self_ns")?,
-        busy_ns: u64_field(s, "busy_ns")?,
-        idle_ns: u64_field(s, "idle_ns")?,
-        procs_running: opt_u64(s, "procs_running")?.map(|n| n as u32),
-        throttled_ns: opt_u64(s, "throttled_ns")?.unwrap_or(0),
-        workers_busy_ns: u64_field(s, "workers_busy_ns")?,
-        workers_cpu_ns: opt_u64(s, "workers_cpu_ns")?,
-        workers_runq_wait_ns: opt_u64(s, "workers_runq_wait_ns")?,
-        queued: u32_field(s, "queued")?,
-    })
+    let mut sample = Sample::default();
+    sample.elapsed_ns = u64_field(s, "elapsed_ns")?;
+    sample.threads = u32_field(s, "threads")?;
+    sample.cpus = u32_field(s, "cpus")?;
+    sample.quota_cpus = s.get("quota_cpus").and_then(Value::as_f64);
+    sample.self_ns = u64_field(s, "self_ns")?;
+    sample.busy_ns = u64_field(s, "busy_ns")?;
+    sample.idle_ns = u64_field(s, "idle_ns")?;
+    sample.procs_running = opt_u64(s, "procs_running")?.map(|n| n as u32);
+    sample.throttled_ns = opt_u64(s, "throttled_ns")?.unwrap_or(0);
+    sample.workers_busy_ns = u64_field(s, "workers_busy_ns")?;
+    sample.workers_cpu_ns = opt_u64(s, "workers_cpu_ns")?;
+    sample.workers_runq_wait_ns = opt_u64(s, "workers_runq_wait_ns")?;
+    sample.queued = u32_field(s, "queued")?;
+    Ok(sample)
 }
 
 const CONFIG_FIELDS: [&str; 12] = [
@@ -159,7 +159,7 @@ fn replay(text: &str) -> Result<Vec<Reason>, String> {
         let step = object(step, &format!("step {i}"), &["sample", "target", "reason"])?;
         let sample = parse_sample(step.get("sample").ok_or(format!("step {i}: no sample"))?)
             .map_err(|e| format!("step {i}: {e}"))?;
-        let before = state.target;
+        let before = state.target();
         let decision = policy.decide(&sample, &mut state);
         let want_target = step.get("target").and_then(Value::as_u64).ok_or(format!("step {i}: no target"))?;
         let want_reason = step.get("reason").and_then(Value::as_str).ok_or(format!("step {i}: no reason"))?;

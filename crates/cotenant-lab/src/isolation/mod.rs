@@ -16,8 +16,8 @@
 //! | `one_run.rs` | one run: both tenants started in their cgroups, the load, the doctor, B's report |
 //! | `report.rs` | pure: runs reduced to medians per scenario, the ratios, table, verdicts and doctor lines |
 //!
-//! `run` (here) goes through them: plan, every run repeat by repeat, rows as they are measured,
-//! then the report.
+//! `run` (here) goes through them: plan, every run repeat by repeat, rows as they are measured
+//! (typed as `RunRow` and `MeasuredRow`), then the report.
 
 mod one_run;
 mod plan;
@@ -30,6 +30,8 @@ pub use report::{aggregate, doctor_lines, ratios, table, verdicts, Aggregate, Di
 
 use std::fmt::Write as _;
 use std::time::Duration;
+
+use serde::Serialize;
 
 use super::runner;
 use super::{Chart, Lab, Outcome, Series};
@@ -45,6 +47,55 @@ pub const WORK_US: u64 = 200;
 pub const CONNECTIONS: usize = 16;
 /// Between B's start and the load's: B at full speed, A's pool idle.
 const WARM_UP: Duration = Duration::from_millis(500);
+
+/// The configuration of one run as its row records it: the whole row of a run that failed
+/// ([`super::failed_row`]), and the first keys of every other.
+#[derive(Debug, Serialize)]
+struct RunRow {
+    /// The scenario's name (`baseline`, `baseline-pinned`, ...).
+    scenario: &'static str,
+    /// Which repeat this is, from 0.
+    repeat: usize,
+}
+
+/// The row of a run that ended: its configuration, A's load and latencies, B's throughput, how
+/// each tenant ran and the doctor's finding about A.
+#[derive(Debug, Serialize)]
+struct MeasuredRow {
+    /// The run's configuration, its keys side by side with the figures'.
+    #[serde(flatten)]
+    run: RunRow,
+    /// Requests per second offered to A.
+    rate_per_s: f64,
+    /// CPU work per request (µs).
+    work_us: u64,
+    /// Length of the load (s).
+    seconds: f64,
+    /// CPUs others kept busy just before the run (CPUs, over 300 ms).
+    host_busy_cpus_before: f64,
+    /// A's median latency (µs).
+    p50_us: f64,
+    /// A's 95th percentile latency (µs).
+    p95_us: f64,
+    /// A's 99th percentile latency (µs).
+    p99_us: f64,
+    /// A's 99.9th percentile latency (µs).
+    p999_us: f64,
+    /// Requests A answered (count).
+    completed: u64,
+    /// Requests due that were not answered: failed, or still unanswered at the end (count).
+    errors: u64,
+    /// B's chunks of work per second over the load's window (null when A ran alone).
+    b_chunks_per_s: Option<f64>,
+    /// How B's threads were scheduled (empty without B).
+    b_ran_as: String,
+    /// How the load generator's threads were scheduled.
+    client_ran_as: String,
+    /// The kind of the doctor's top finding about A (`cpu-contention`, `nothing-wrong`, ...).
+    doctor_top: String,
+    /// The doctor's one-line summary.
+    doctor_summary: String,
+}
 
 /// Runs the experiment.
 pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
@@ -71,9 +122,7 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
         for (i, &scenario) in scenarios.iter().enumerate() {
             let busy_before = lab.quiet_check();
             eprintln!("lab isolation: repeat {}/{repeats}, {}", repeat + 1, scenario.name());
-            let mut row = serde_json::Map::new();
-            row.insert("scenario".into(), scenario.name().into());
-            row.insert("repeat".into(), repeat.into());
+            let run_row = RunRow { scenario: scenario.name(), repeat };
             let OneRun { figures, b_ran_as, client_ran_as, diagnosis } =
                 match run_once(lab, layout, scenario, &config) {
                     Ok(one) => one,
@@ -81,37 +130,36 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
                     Err(e) => match runner::failed_run(&e) {
                         Some(why) => {
                             eprintln!("lab isolation: the run failed and is recorded as such: {why}");
-                            outcome.rows.push(super::failed_row(row, &why));
+                            outcome.rows.push(super::failed_row(super::row_of(&run_row), &why));
                             continue;
                         }
                         None => return Err(e),
                     },
                 };
-            row.insert("rate_per_s".into(), config.rate.into());
-            row.insert("work_us".into(), WORK_US.into());
-            row.insert("seconds".into(), config.seconds.into());
-            row.insert("host_busy_cpus_before".into(), busy_before.into());
-            for (name, v) in ["p50_us", "p95_us", "p99_us", "p999_us"].iter().zip(figures.latency_us) {
-                row.insert((*name).into(), v.into());
-            }
-            row.insert("completed".into(), figures.completed.into());
-            row.insert("errors".into(), figures.errors.into());
-            row.insert(
-                "b_chunks_per_s".into(),
-                if figures.b_chunks_per_s.is_nan() {
-                    serde_json::Value::Null
-                } else {
-                    figures.b_chunks_per_s.into()
-                },
-            );
-            row.insert("b_ran_as".into(), b_ran_as.clone().into());
-            row.insert("client_ran_as".into(), client_ran_as.clone().into());
+            let [p50_us, p95_us, p99_us, p999_us] = figures.latency_us;
+            let row = MeasuredRow {
+                run: run_row,
+                rate_per_s: config.rate,
+                work_us: WORK_US,
+                seconds: config.seconds,
+                host_busy_cpus_before: busy_before,
+                p50_us,
+                p95_us,
+                p99_us,
+                p999_us,
+                completed: figures.completed,
+                errors: figures.errors,
+                // NaN (A ran alone) is written as null.
+                b_chunks_per_s: (!figures.b_chunks_per_s.is_nan()).then_some(figures.b_chunks_per_s),
+                b_ran_as: b_ran_as.clone(),
+                client_ran_as: client_ran_as.clone(),
+                doctor_top: diagnosis.top.clone(),
+                doctor_summary: diagnosis.summary.clone(),
+            };
             if !clients.contains(&client_ran_as) {
                 clients.push(client_ran_as);
             }
-            row.insert("doctor_top".into(), diagnosis.top.clone().into());
-            row.insert("doctor_summary".into(), diagnosis.summary.clone().into());
-            outcome.rows.push(row);
+            outcome.rows.push(super::row_of(&row));
             runs[i].push(figures);
             diagnoses.push(diagnosis);
             if repeat == 0 && !b_ran_as.is_empty() {

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
+use serde::Serialize;
 
-use super::aggregate::figures;
+use super::aggregate::{figures, RunFigures};
 use super::plan::{kind_name, Key, Plan, RunConfig, Setting};
 use super::verdict::{charts, table};
 use crate::args::{GoItems, LabArgs, PoolKind};
@@ -236,6 +237,74 @@ fn calibrate_go(program: &std::path::Path, service_ms: f64) -> anyhow::Result<u3
     Ok(median(&mut found) as u32)
 }
 
+/// The configuration of one run as its row records it: the whole row of a run that failed
+/// ([`crate::failed_row`]), and the first keys of every other.
+#[derive(Debug, Serialize)]
+struct ConfigRow {
+    /// Where the processes lived: the setting's name (`one cgroup`, `cgroup per process`).
+    setting: &'static str,
+    /// Offered load per process (fraction of its fair share).
+    load: f64,
+    /// Processes at once.
+    processes: u32,
+    /// The pool's name in tables (`share(2)` when the share factor is not 1).
+    pool: String,
+    /// Which repeat this is, from 0 (also the seed).
+    repeat: u32,
+    /// Run length (s).
+    seconds: u64,
+    /// Service time per item (ms).
+    service_ms: f64,
+}
+
+/// The row of a run that ended: its configuration, then what it measured. The optional keys
+/// belong to some kinds only (Go, Rust or `adaptive`), and are absent from the others' rows.
+#[derive(Debug, Serialize)]
+struct MeasuredRow {
+    /// The run's configuration, its keys side by side with the figures'.
+    #[serde(flatten)]
+    config: ConfigRow,
+    /// How the Go worker ran its items (Go kinds only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    go_items: Option<GoItems>,
+    /// Chunks of work per item of the Go worker, calibrated once for the plan (Go kinds only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    go_chunks: Option<u32>,
+    /// Chunks of work per item of the Rust workers, calibrated once (Rust kinds only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chunks: Option<u32>,
+    /// CPUs the processes used over the run, all their threads (CPUs; Rust kinds, when the
+    /// run's wall time was measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpus_used: Option<f64>,
+    /// CPU time per completed item, pool workers only (µs; Rust kinds, when items completed
+    /// and their CPU time was measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu_us_per_item: Option<f64>,
+    /// CPUs others kept busy just before the run (CPUs, over 300 ms).
+    host_busy_cpus_before: f64,
+    /// The run's figures (latencies in µs, throughput per s, completed fraction), their keys
+    /// side by side with the configuration's.
+    #[serde(flatten)]
+    figures: RunFigures,
+    /// Jain's index of the processes' throughputs (1 = equal; no unit).
+    throughput_jain: f64,
+    /// Each process's final pool target (threads), in process order, separated by spaces.
+    final_targets: String,
+    /// Tasks run without a token because none came in time, all processes together (count;
+    /// `adaptive` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token_timeouts: Option<u64>,
+    /// Tokens the controllers took back from tasks blocked while holding one, all processes
+    /// together (count; `adaptive` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token_takebacks: Option<u64>,
+    /// Host tokens taken, all processes together (count; `adaptive` only; 0 when no pool
+    /// engaged its tokens).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token_takes: Option<u64>,
+}
+
 /// Runs `plan` and reduces it to an [`Outcome`] with tables, charts and verdicts.
 pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::Result<Outcome> {
     let mut outcome = Outcome::default();
@@ -271,14 +340,15 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
             repeat + 1,
             plan.repeats
         );
-        let mut row = serde_json::Map::new();
-        row.insert("setting".into(), setting.name().into());
-        row.insert("load".into(), load.into());
-        row.insert("processes".into(), processes.into());
-        row.insert("pool".into(), key.pool_name().into());
-        row.insert("repeat".into(), repeat.into());
-        row.insert("seconds".into(), plan.seconds.into());
-        row.insert("service_ms".into(), args.service_ms.into());
+        let config_row = ConfigRow {
+            setting: setting.name(),
+            load,
+            processes,
+            pool: key.pool_name(),
+            repeat,
+            seconds: plan.seconds,
+            service_ms: args.service_ms,
+        };
         let reports = match run_once(&config, lab.host.cpus, lab.layout.as_ref().ok()) {
             Ok(reports) => reports,
             Err(e) => {
@@ -286,52 +356,42 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
                 // ends the experiment.
                 if let Some(why) = crate::runner::failed_run(&e) {
                     eprintln!("lab {title}: the run failed and is recorded as such: {why}");
-                    outcome.rows.push(crate::failed_row(row, &why));
+                    outcome.rows.push(crate::failed_row(crate::row_of(&config_row), &why));
                 }
                 return Err(e);
             }
         };
         let figures = figures(&reports);
-        if is_go(kind) {
-            row.insert("go_items".into(), serde_json::to_value(args.go_items)?);
-            row.insert("go_chunks".into(), plan.go_chunks.into());
-        } else {
-            row.insert("chunks".into(), chunks.into());
-            // The CPUs the processes used over the run (all their threads): whether a slow run
-            // left CPUs idle or spent them on something else.
-            let used_ns: u64 = reports.iter().map(|r| r.process_cpu_ns).sum();
-            let wall_ns = reports.iter().map(|r| r.wall_ns).max().unwrap_or(0);
-            if wall_ns > 0 {
-                row.insert("cpus_used".into(), (used_ns as f64 / wall_ns as f64).into());
-            }
-            // CPU time per completed item, pool workers only: what the same work cost.
-            let completed: usize = reports.iter().map(|r| r.summary.completed).sum();
-            let workers_ns: u64 = reports.iter().map(|r| r.workers_cpu_ns).sum();
-            if completed > 0 && workers_ns > 0 {
-                row.insert("cpu_us_per_item".into(), (workers_ns as f64 / completed as f64 / 1000.0).into());
-            }
-        }
-        row.insert("host_busy_cpus_before".into(), busy_before.into());
-        row.insert("service_p99_us".into(), figures.service_p99_us.into());
-        row.insert("service_max_us".into(), figures.service_max_us.into());
-        row.insert("e2e_p99_us".into(), figures.e2e_p99_us.into());
-        row.insert("throughput_per_s".into(), figures.throughput_per_s.into());
-        row.insert("completed_fraction".into(), figures.completed_fraction.into());
+        let rust = !is_go(kind);
+        // The CPUs the processes used over the run (all their threads): whether a slow run
+        // left CPUs idle or spent them on something else.
+        let used_ns: u64 = reports.iter().map(|r| r.process_cpu_ns).sum();
+        let wall_ns = reports.iter().map(|r| r.wall_ns).max().unwrap_or(0);
+        // CPU time per completed item, pool workers only: what the same work cost.
+        let completed: usize = reports.iter().map(|r| r.summary.completed).sum();
+        let workers_ns: u64 = reports.iter().map(|r| r.workers_cpu_ns).sum();
         // Fairness between the processes: Jain's index of their throughputs (1 = equal).
         let throughputs: Vec<f64> = reports.iter().map(|r| r.summary.throughput_per_s).collect();
-        row.insert("throughput_jain".into(), cotenant::internal::policy_sim::jain(&throughputs).into());
         let targets: Vec<String> = reports.iter().map(|r| r.final_target.to_string()).collect();
-        row.insert("final_targets".into(), targets.join(" ").into());
-        if kind == PoolKind::Adaptive {
-            row.insert("token_timeouts".into(), reports.iter().map(|r| r.token_timeouts).sum::<u64>().into());
-            row.insert(
-                "token_takebacks".into(),
-                reports.iter().map(|r| r.token_takebacks).sum::<u64>().into(),
-            );
+        let adaptive = kind == PoolKind::Adaptive;
+        let row = MeasuredRow {
+            config: config_row,
+            go_items: (!rust).then_some(args.go_items),
+            go_chunks: (!rust).then_some(plan.go_chunks),
+            chunks: rust.then_some(chunks),
+            cpus_used: (rust && wall_ns > 0).then_some(used_ns as f64 / wall_ns as f64),
+            cpu_us_per_item: (rust && completed > 0 && workers_ns > 0)
+                .then_some(workers_ns as f64 / completed as f64 / 1000.0),
+            host_busy_cpus_before: busy_before,
+            figures,
+            throughput_jain: cotenant::internal::policy_sim::jain(&throughputs),
+            final_targets: targets.join(" "),
+            token_timeouts: adaptive.then(|| reports.iter().map(|r| r.token_timeouts).sum::<u64>()),
+            token_takebacks: adaptive.then(|| reports.iter().map(|r| r.token_takebacks).sum::<u64>()),
             // Evidence that the default pools engaged their tokens (0 alone: P = 1).
-            row.insert("token_takes".into(), reports.iter().map(|r| r.token_takes).sum::<u64>().into());
-        }
-        outcome.rows.push(row);
+            token_takes: adaptive.then(|| reports.iter().map(|r| r.token_takes).sum::<u64>()),
+        };
+        outcome.rows.push(crate::row_of(&row));
         Ok(figures)
     })?;
     outcome.verdicts = verdicts;

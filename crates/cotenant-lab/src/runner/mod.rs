@@ -45,6 +45,6 @@ pub use deadline::{
 };
 pub use scan::{is_lab, orphan_workers, running_labs, worker_parent};
 pub use workers::{
-    apply_test_fault, fixed_pool_args, run_workers, run_workers_at, WorkerSpec, FAULT_ENV, FLOOD_BYTES,
-    START_DELAY,
+    apply_test_fault, cgroup_run_length, fixed_pool_args, run_length, run_workers, run_workers_at,
+    schedule_args, WorkerSpec, FAULT_ENV, FLOOD_BYTES, START_DELAY,
 };

@@ -1,4 +1,5 @@
-//! A run's worker processes: what each one is ([`WorkerSpec`], [`fixed_pool_args`]), starting
+//! A run's worker processes: what each one is ([`WorkerSpec`], [`schedule_args`],
+//! [`fixed_pool_args`]) and how long it runs ([`run_length`], [`cgroup_run_length`]), starting
 //! them all at one common instant and collecting their reports ([`run_workers_at`]); and the
 //! test hook a worker applies before its run ([`apply_test_fault`]).
 
@@ -9,8 +10,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 
+use crate::args::LabArgs;
 use crate::worker::WorkerReport;
-use cotenant_ops::cgroup::Cgroup;
+use crate::{Lab, Outcome};
+use cotenant_ops::cgroup::{Cgroup, Layout};
 
 use super::child::{lab_environment, LabChild};
 use super::collect::collect;
@@ -78,6 +81,56 @@ pub fn apply_test_fault() -> anyhow::Result<()> {
     }
 }
 
+/// Seconds per run and runs per configuration: `--seconds` and `--repeats` where given, else
+/// the experiment's own defaults, each `(quick, full)`: for `--quick` and for a full run.
+pub fn run_length(args: &LabArgs, seconds: (u64, u64), repeats: (u32, u32)) -> (u64, u32) {
+    if args.quick {
+        (args.seconds.unwrap_or(seconds.0), args.repeats.unwrap_or(repeats.0))
+    } else {
+        (args.seconds.unwrap_or(seconds.1), args.repeats.unwrap_or(repeats.1))
+    }
+}
+
+/// What an experiment in real cgroups starts from: the cgroup layout and its [`run_length`]
+/// (seconds, repeats); or, where real cgroups cannot be made, the outcome that says
+/// `experiment` was skipped and why.
+pub fn cgroup_run_length<'l>(
+    lab: &'l Lab,
+    experiment: &str,
+    args: &LabArgs,
+    seconds: (u64, u64),
+    repeats: (u32, u32),
+) -> Result<(&'l Layout, u64, u32), Box<Outcome>> {
+    let layout = lab.cgroups_for(experiment)?;
+    let (seconds, repeats) = run_length(args, seconds, repeats);
+    Ok((layout, seconds, repeats))
+}
+
+/// `lab-worker` arguments of one run of a schedule, after its pool: `processes` processes on
+/// the host, each offered `load` × its fair CPUs (`fair_cpus`, or by default its share of the
+/// host's) in items of `service_ms` for `duration`. Callers put the pool first and append the
+/// rest (`--seed`, `--arrivals`, `--saturate`, ...).
+pub fn schedule_args(
+    processes: u32,
+    load: f64,
+    fair_cpus: Option<f64>,
+    service_ms: f64,
+    duration: Duration,
+) -> Vec<String> {
+    let mut args = vec!["--processes".to_owned(), processes.to_string()];
+    args.extend(["--load".to_owned(), load.to_string()]);
+    if let Some(fair_cpus) = fair_cpus {
+        args.extend(["--fair-cpus".to_owned(), fair_cpus.to_string()]);
+    }
+    args.extend([
+        "--service-ms".to_owned(),
+        service_ms.to_string(),
+        "--duration-ms".to_owned(),
+        duration.as_millis().to_string(),
+    ]);
+    args
+}
+
 /// `lab-worker` arguments shared by the one-process experiments: a fixed pool of `threads`,
 /// offered `load` × `fair_cpus` CPUs of `service_ms` items for `duration`. Callers append the
 /// rest (`--seed`, `--arrivals`, `--saturate`, a budget, ...).
@@ -88,25 +141,10 @@ pub fn fixed_pool_args(
     service_ms: f64,
     duration: Duration,
 ) -> Vec<String> {
-    [
-        "--pool",
-        "fixed",
-        "--fixed-threads",
-        &threads.to_string(),
-        "--processes",
-        "1",
-        "--load",
-        &load.to_string(),
-        "--fair-cpus",
-        &fair_cpus.to_string(),
-        "--service-ms",
-        &service_ms.to_string(),
-        "--duration-ms",
-        &duration.as_millis().to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    let mut args = vec!["--pool".to_owned(), "fixed".to_owned()];
+    args.extend(["--fixed-threads".to_owned(), threads.to_string()]);
+    args.extend(schedule_args(1, load, Some(fair_cpus), service_ms, duration));
+    args
 }
 
 /// Runs every spec at once and returns their reports, in order.

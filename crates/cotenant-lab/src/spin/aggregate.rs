@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
+use serde::Serialize;
 
 use super::model::{RunResult, Strategy};
 use super::plan::Scenario;
@@ -111,6 +112,44 @@ impl Measured {
     }
 }
 
+/// The raw row of one run of `lab spin`.
+#[derive(Debug, Serialize)]
+struct RunRow<'a> {
+    /// Which part of the experiment the run belongs to (`scenario`, `sessions`, `uncontended`).
+    part: &'a str,
+    /// Which run of its part it was (the scenario's name, `4 per CPU`, `uncontended`).
+    config: &'a str,
+    /// The waiting strategy's name.
+    strategy: &'static str,
+    /// Sessions (threads).
+    sessions: usize,
+    /// CPUs the sessions were allowed.
+    cpus: usize,
+    /// Which repeat this is, from 1.
+    repeat: usize,
+    /// Transactions committed before the run stopped (count).
+    transactions: u64,
+    /// Transactions committed per second of the run.
+    throughput: f64,
+    /// CPUs the process used on average over the run: its CPU time over the wall time (CPUs).
+    cpus_used: f64,
+    /// Mean end-to-end latency (ms).
+    mean_ms: f64,
+    /// Median end-to-end latency (ms).
+    p50_ms: f64,
+    /// 99th percentile end-to-end latency (ms).
+    p99_ms: f64,
+    /// 99.9th percentile latency of the transactions alone, without the round trip (ms).
+    transaction_p999_ms: f64,
+    /// 99.9th percentile end-to-end latency (ms).
+    p999_ms: f64,
+    /// Longest end-to-end latency (ms).
+    max_ms: f64,
+    /// 99.9th percentile end-to-end latency of the transactions that began in the nice window
+    /// (ms; null when none did).
+    window_p999_ms: Option<f64>,
+}
+
 /// The raw row of one run: `part` and `config` say which run it was.
 pub(super) fn row_of(
     result: &RunResult,
@@ -120,19 +159,25 @@ pub(super) fn row_of(
     sessions: usize,
     cpus: usize,
     repeat: usize,
-) -> serde_json::Map<String, serde_json::Value> {
-    let json = serde_json::json!({
-        "part": part, "config": config, "strategy": strategy.name(), "sessions": sessions, "cpus": cpus,
-        "repeat": repeat + 1, "transactions": result.latencies.transactions, "throughput": result.throughput(),
-        "cpus_used": result.cpus_used, "mean_ms": result.latencies.total.mean() / 1e6,
-        "p50_ms": ms(result.latencies.total.value_at_quantile(0.5)), "p99_ms": ms(result.latencies.total.value_at_quantile(0.99)),
-        "transaction_p999_ms": ms(result.latencies.server.value_at_quantile(0.999)),
-        "p999_ms": ms(result.latencies.total.value_at_quantile(0.999)), "max_ms": ms(result.latencies.total.max()),
-        "window_p999_ms": if result.latencies.in_window.is_empty() { serde_json::Value::Null } else {
-            serde_json::json!(ms(result.latencies.in_window.value_at_quantile(0.999))) },
-    });
-    match json {
-        serde_json::Value::Object(map) => map,
-        _ => unreachable!("a json! object literal"),
-    }
+) -> crate::Row {
+    let latencies = &result.latencies;
+    crate::row_of(&RunRow {
+        part,
+        config,
+        strategy: strategy.name(),
+        sessions,
+        cpus,
+        repeat: repeat + 1,
+        transactions: latencies.transactions,
+        throughput: result.throughput(),
+        cpus_used: result.cpus_used,
+        mean_ms: latencies.total.mean() / 1e6,
+        p50_ms: ms(latencies.total.value_at_quantile(0.5)),
+        p99_ms: ms(latencies.total.value_at_quantile(0.99)),
+        transaction_p999_ms: ms(latencies.server.value_at_quantile(0.999)),
+        p999_ms: ms(latencies.total.value_at_quantile(0.999)),
+        max_ms: ms(latencies.total.max()),
+        window_p999_ms: (!latencies.in_window.is_empty())
+            .then(|| ms(latencies.in_window.value_at_quantile(0.999))),
+    })
 }

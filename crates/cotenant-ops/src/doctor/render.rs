@@ -1,7 +1,8 @@
 //! The report as text (findings first, then the numbers, then what could not be read) or as
 //! JSON (`docs/doctor.md`).
 
-use super::{analyze::Measurements, Report};
+use super::analyze::{Consumer, Measurements, ThreadFacts};
+use super::Report;
 use std::fmt::Write;
 
 /// Pretty JSON, with a final newline.
@@ -55,6 +56,35 @@ fn pct(v: Option<f64>) -> String {
     v.map_or("-".to_owned(), |v| format!("{:.1}%", v * 100.0))
 }
 
+/// Writes one line per item, as `line` words it: the lists under a heading line.
+fn lines<T>(s: &mut String, items: &[T], line: fn(&T) -> String) {
+    for item in items {
+        let _ = writeln!(s, "{}", line(item));
+    }
+}
+
+/// One of the process's busiest threads, under the process's line.
+fn thread_line(t: &ThreadFacts) -> String {
+    let ThreadFacts { tid, comm, run_ms, wait_ms, .. } = t;
+    format!(
+        "    thread {tid} ({comm}): run {run_ms:.1} ms, wait {wait_ms:.1} ms ({}), migrations {}, CPU {}",
+        opt(&t.wait_fraction),
+        opt(&t.migrations),
+        opt(&t.cpu)
+    )
+}
+
+/// One of the host's top CPU consumers, under `top CPU consumers:`.
+fn consumer_line(c: &Consumer) -> String {
+    let Consumer { pid, comm, cpus, .. } = c;
+    format!(
+        "    {pid:>7} {comm:<16} {cpus:.2} CPUs  cgroup {}  CPUs {}{}",
+        opt(&c.cgroup),
+        opt(&c.allowed),
+        if c.overlaps { "" } else { " (not ours)" }
+    )
+}
+
 fn measurements(s: &mut String, m: &Measurements) {
     let c = &m.cpus;
     let _ = writeln!(s, "Measurements:");
@@ -97,19 +127,7 @@ fn measurements(s: &mut String, m: &Measurements) {
             opt(&p.involuntary_switches_per_s),
             if p.ran_on.is_empty() { "-" } else { &p.ran_on },
         );
-        for t in &p.top_threads {
-            let _ = writeln!(
-                s,
-                "    thread {} ({}): run {:.1} ms, wait {:.1} ms ({}), migrations {}, CPU {}",
-                t.tid,
-                t.comm,
-                t.run_ms,
-                t.wait_ms,
-                opt(&t.wait_fraction),
-                opt(&t.migrations),
-                opt(&t.cpu)
-            );
-        }
+        lines(s, &p.top_threads, thread_line);
     }
     for g in &m.cgroups {
         let _ = writeln!(
@@ -132,18 +150,7 @@ fn measurements(s: &mut String, m: &Measurements) {
     }
     if !m.top_consumers.is_empty() {
         let _ = writeln!(s, "  top CPU consumers:");
-        for p in &m.top_consumers {
-            let _ = writeln!(
-                s,
-                "    {:>7} {:<16} {:.2} CPUs  cgroup {}  CPUs {}{}",
-                p.pid,
-                p.comm,
-                p.cpus,
-                opt(&p.cgroup),
-                opt(&p.allowed),
-                if p.overlaps { "" } else { " (not ours)" }
-            );
-        }
+        lines(s, &m.top_consumers, consumer_line);
     }
     if let Some(n) = &m.numa {
         let mem: Vec<String> = n

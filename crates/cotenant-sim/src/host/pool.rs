@@ -84,7 +84,7 @@ impl Sim {
     fn take_item(&mut self, thread: u32) -> bool {
         let (index, p) = self.worker(thread);
         let proc = &mut self.processes[p];
-        if index >= proc.state.target {
+        if index >= proc.state.target() {
             return false;
         }
         let Some(arrived) = proc.queue.pop_front() else { return false };
@@ -229,7 +229,7 @@ impl Sim {
     pub(super) fn wake_one_allowed(&mut self, p: usize) {
         let proc = &self.processes[p];
         if let Some(&index) = proc.parked.first() {
-            if index < proc.state.target {
+            if index < proc.state.target() {
                 self.wake_worker(p, index);
             }
         }
@@ -250,26 +250,24 @@ impl Sim {
         let (self_ns, busy_ns, holding_ns, waiting_ns) =
             (counters.0 - last.0, counters.1 - last.1, counters.2 - last.2, counters.3 - last.3);
         let elapsed = now - last_at;
-        let sample = Sample {
-            elapsed_ns: elapsed,
-            threads: proc.config.threads,
-            cpus,
-            quota_cpus: None,
-            self_ns,
-            busy_ns,
-            idle_ns: (u64::from(cpus) * elapsed).saturating_sub(busy_ns),
-            procs_running: Some(u32::try_from(procs_running).unwrap_or(u32::MAX)),
-            throttled_ns: 0,
-            workers_busy_ns: holding_ns,
-            workers_cpu_ns: Some(self_ns),
-            workers_runq_wait_ns: Some(waiting_ns),
-            queued: u32::try_from(proc.queue.len()).unwrap_or(u32::MAX),
-        };
-        proc.targets.push(proc.state.target);
-        let old = proc.state.target;
+        // No quota and no throttling in this model: those fields keep their defaults.
+        let mut sample = Sample::default();
+        sample.elapsed_ns = elapsed;
+        sample.threads = proc.config.threads;
+        sample.cpus = cpus;
+        sample.self_ns = self_ns;
+        sample.busy_ns = busy_ns;
+        sample.idle_ns = (u64::from(cpus) * elapsed).saturating_sub(busy_ns);
+        sample.procs_running = Some(u32::try_from(procs_running).unwrap_or(u32::MAX));
+        sample.workers_busy_ns = holding_ns;
+        sample.workers_cpu_ns = Some(self_ns);
+        sample.workers_runq_wait_ns = Some(waiting_ns);
+        sample.queued = u32::try_from(proc.queue.len()).unwrap_or(u32::MAX);
+        proc.targets.push(proc.state.target());
+        let old = proc.state.target();
         let policy = proc.config.policy.clone();
         policy.decide(&sample, &mut proc.state);
-        let new = proc.state.target;
+        let new = proc.state.target();
         // Step T: wake the newly allowed parked workers, at most one per queued task.
         if new > old {
             let woken: Vec<u32> = proc.parked.range(old..new).take(proc.queue.len()).copied().collect();

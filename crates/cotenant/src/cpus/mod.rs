@@ -46,6 +46,7 @@ pub fn detect_pid(pid: u32) -> Result<Limit, Error> {
 /// How a fractional CPU limit becomes a thread count. Whatever the rounding, the count is at
 /// least 1 and at most the number of allowed CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Rounding {
     /// Round down (the default): never more runnable threads than the quota pays for, so a
     /// CPU-bound pool is not throttled. 1.5 CPUs gives 1 thread.
@@ -131,6 +132,7 @@ impl fmt::Display for Origin {
 
 /// A value with where it came from, or the reason it is absent.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Source<T> {
     /// The value was read.
     Present {
@@ -166,6 +168,7 @@ impl<T> Source<T> {
 
 /// The quota of one cgroup on the walk from the process's cgroup to the mount root.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct QuotaLevel {
     /// The cgroup path, as in `/proc/<pid>/cgroup`.
     pub cgroup: String,
@@ -373,6 +376,7 @@ impl Limit {
 
 /// One source of a budget, for display (`cotenant cpus --explain`, `--json`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SourceRow {
     /// `online`, `cpuset`, `affinity`, `quota`, `burst` or `weight`.
     pub kind: &'static str,
@@ -463,6 +467,7 @@ fn show(s: &Source<CpuSet>) -> String {
 
 /// Why no budget could be produced.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
     /// A file exists but does not have the expected format.
     Parse {

@@ -29,7 +29,7 @@ pub struct Tenant {
     pub policy: Policy,
     /// Its pool's OS threads.
     pub threads: u32,
-    /// The policy's state; `state.target` is the target in force.
+    /// The policy's state; `state.target()` is the target in force.
     pub state: PolicyState,
     /// Workers it could keep busy now (0 = idle, `u32::MAX` = unbounded backlog).
     pub demand: u32,

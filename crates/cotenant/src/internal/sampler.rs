@@ -16,10 +16,12 @@
 
 use std::fmt;
 use std::fs::File;
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::cpus::{self, Constraint, Limit, Origin, Source};
+use crate::policy::Sample;
 use crate::procfs::{cgroupfs, cpulist::CpuSet, loadavg, mountinfo, stat};
 
 /// A reading of the host counters; times are cumulative nanoseconds.
@@ -177,26 +179,25 @@ impl HostSampler {
 
 /// The part of a policy sample that is the same for every pool: the difference of two
 /// readings. `None` when the allowed CPUs changed in between (the sums are not comparable).
+///
+/// The host fields are a [`Sample`]'s, read through `Deref` (`delta.busy_ns`): `elapsed_ns`
+/// between the readings; `cpus` allowed and `quota_cpus` at the second reading; this process's
+/// `self_ns`; `busy_ns` and `idle_ns` of the allowed CPUs; `procs_running` at the second
+/// reading; `throttled_ns`. [`HostDelta::sample`] adds the pool's fields.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostDelta {
-    /// Wall-clock nanoseconds between the readings.
-    pub elapsed_ns: u64,
-    /// CPUs allowed at the second reading.
-    pub cpus: u32,
-    /// Quota limit at the second reading.
-    pub quota_cpus: Option<f64>,
-    /// This process's CPU time.
-    pub self_ns: u64,
-    /// Busy time of the allowed CPUs.
-    pub busy_ns: u64,
-    /// Idle time of the allowed CPUs.
-    pub idle_ns: u64,
-    /// Runnable tasks at the second reading.
-    pub procs_running: Option<u32>,
-    /// Throttled time.
-    pub throttled_ns: u64,
+    /// The host fields; the pool's (`threads`, `workers_*`, `queued`) stay zero or `None`.
+    host: Sample,
     /// The host's online CPUs at the second reading (0 when unknown).
     pub online_cpus: u32,
+}
+
+impl Deref for HostDelta {
+    type Target = Sample;
+
+    fn deref(&self) -> &Sample {
+        &self.host
+    }
 }
 
 impl HostDelta {
@@ -216,7 +217,7 @@ impl HostDelta {
             (Some(a), Some(b)) => b.saturating_sub(a),
             _ => capacity.saturating_sub(busy_ns),
         };
-        Some(HostDelta {
+        let host = Sample {
             elapsed_ns,
             cpus,
             quota_cpus: now.quota_cpus,
@@ -227,12 +228,11 @@ impl HostDelta {
             idle_ns,
             procs_running: now.procs_running,
             throttled_ns: now.throttled_ns.saturating_sub(before.throttled_ns),
-            online_cpus: now.online_cpus,
-        })
+            ..Sample::default()
+        };
+        Some(HostDelta { host, online_cpus: now.online_cpus })
     }
-}
 
-impl HostDelta {
     /// The policy sample of a period: these host numbers plus the workers' own counters over
     /// the same period (busy wall time, CPU time and run-queue wait, when known) and the queue
     /// length at its end. The one place a `Sample` is assembled from readings (the pool's
@@ -244,22 +244,8 @@ impl HostDelta {
         workers_cpu_ns: Option<u64>,
         workers_runq_wait_ns: Option<u64>,
         queued: u32,
-    ) -> crate::policy::Sample {
-        crate::policy::Sample {
-            elapsed_ns: self.elapsed_ns,
-            threads,
-            cpus: self.cpus,
-            quota_cpus: self.quota_cpus,
-            self_ns: self.self_ns,
-            busy_ns: self.busy_ns,
-            idle_ns: self.idle_ns,
-            procs_running: self.procs_running,
-            throttled_ns: self.throttled_ns,
-            workers_busy_ns,
-            workers_cpu_ns,
-            workers_runq_wait_ns,
-            queued,
-        }
+    ) -> Sample {
+        Sample { threads, workers_busy_ns, workers_cpu_ns, workers_runq_wait_ns, queued, ..self.host.clone() }
     }
 }
 

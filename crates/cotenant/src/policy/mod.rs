@@ -174,7 +174,10 @@ pub fn fallback_target(threads: u32, cap: Option<u32>) -> u32 {
 
 /// One period, as the controller measured it. Times are nanoseconds of that period; CPU
 /// amounts derived from them are in CPUs (1.0 = one CPU busy for the whole period).
+///
+/// It may gain fields: outside this crate start from [`Sample::default`] and set the fields.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Sample {
     /// Wall-clock length of the period.
     pub elapsed_ns: u64,
@@ -294,27 +297,28 @@ impl Sample {
     }
 }
 
-/// What a policy remembers between periods.
+/// What a policy remembers between periods. Its memory is private to the policies (it may
+/// change with them); [`PolicyState::target`] reads the target in force.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyState {
     /// The target in force during the period being decided.
-    pub target: u32,
+    pub(crate) target: u32,
     /// Periods to keep the target unchanged (the period after a change mixes old and new).
-    pub hold: u32,
+    pub(crate) hold: u32,
     /// Periods since the target last changed.
-    pub since_change: u32,
+    pub(crate) since_change: u32,
     /// Periods to wait between fairness probes (doubles after a probe that failed).
-    pub probe_wait: u32,
+    pub(crate) probe_wait: u32,
     /// Whether the last change was a probe that has not yet been confirmed.
-    pub probing: bool,
+    pub(crate) probing: bool,
     /// The neighbours' CPU use in the last periods, newest at `(periods - 1) % len`; the
     /// adaptive policy looks at the largest of the last `AdaptiveConfig::neighbour_memory`.
-    pub recent_neighbours: [f64; NEIGHBOUR_MEMORY_MAX],
+    pub(crate) recent_neighbours: [f64; NEIGHBOUR_MEMORY_MAX],
     /// Periods decided so far (indexes `recent_neighbours`).
-    pub periods: u64,
+    pub(crate) periods: u64,
     /// Idle CPUs among those we may use, smoothed over about 8 periods (an exponential moving
     /// average with weight `IDLE_SMOOTHING`, `policy/borrow_limit.rs`): what gates borrowing.
-    pub idle_average: f64,
+    pub(crate) idle_average: f64,
 }
 
 /// The most periods of neighbour use a [`PolicyState`] remembers.
@@ -335,6 +339,12 @@ impl PolicyState {
         }
     }
 
+    /// The target in force: the last decision's, or the starting one before any decision.
+    #[must_use]
+    pub fn target(&self) -> u32 {
+        self.target
+    }
+
     fn record(&mut self, target: u32) {
         if target == self.target {
             self.since_change = self.since_change.saturating_add(1);
@@ -347,6 +357,7 @@ impl PolicyState {
 
 /// A policy's answer for one period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Decision {
     /// Workers allowed to run in the next period.
     pub target: u32,

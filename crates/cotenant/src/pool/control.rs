@@ -135,6 +135,41 @@ struct Entry {
 }
 
 impl Entry {
+    /// A newly registered pool's entry: due one period from now, its workers' schedstat files
+    /// to be opened once they have all started, nothing read yet.
+    fn new(
+        id: u64,
+        pool: &Arc<Shared>,
+        policy: Policy,
+        unshared_policy: Option<Policy>,
+        period: Duration,
+        threads: usize,
+    ) -> Entry {
+        let threads = u32::try_from(threads).unwrap_or(u32::MAX);
+        Entry {
+            id,
+            pool: Arc::downgrade(pool),
+            policy,
+            unshared_policy,
+            ran_without_token: 0,
+            state: PolicyState::new(threads),
+            period,
+            threads,
+            next_due: Instant::now() + period,
+            last: None,
+            last_cap: None,
+            idle_periods: 0,
+            schedstat: Some(Vec::new()),
+            schedstat_retry_at: None,
+            schedstat_failing: false,
+            token_wait_seen: Vec::new(),
+            token_holds_seen: Vec::new(),
+            draining: false,
+            buf: Vec::new(),
+            elastic: pool.elastic.as_ref().map(|elastic| (ElasticState::new(elastic.config.min), None)),
+        }
+    }
+
     /// A pool the controller only keeps the tokens of: draining in `shutdown`, or fixed (an
     /// elastic pool with a fixed CPU policy still sizes its threads).
     fn upkeep_only(&self) -> bool {
@@ -189,29 +224,7 @@ pub(crate) fn register(
     let mut registry = lock_registry();
     let id = registry.next_id;
     registry.next_id += 1;
-    let threads = u32::try_from(threads).unwrap_or(u32::MAX);
-    registry.entries.push(Entry {
-        id,
-        pool: Arc::downgrade(pool),
-        policy,
-        unshared_policy,
-        ran_without_token: 0,
-        state: PolicyState::new(threads),
-        period,
-        threads,
-        next_due: Instant::now() + period,
-        last: None,
-        last_cap: None,
-        idle_periods: 0,
-        schedstat: Some(Vec::new()),
-        schedstat_retry_at: None,
-        schedstat_failing: false,
-        token_wait_seen: Vec::new(),
-        token_holds_seen: Vec::new(),
-        draining: false,
-        buf: Vec::new(),
-        elastic: pool.elastic.as_ref().map(|elastic| (ElasticState::new(elastic.config.min), None)),
-    });
+    registry.entries.push(Entry::new(id, pool, policy, unshared_policy, period, threads));
     drop(registry);
     {
         let mut registered = REGISTERED.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());

@@ -5,6 +5,7 @@ use std::fmt;
 
 /// What a submit does when the queue is full (the rejection policies of seed 002).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Full {
     /// Wait for room (the default: back-pressure on the producer, nothing lost). Waiting
     /// submitters are woken when the workers have drained the queue to half its capacity (one

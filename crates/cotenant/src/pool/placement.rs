@@ -55,6 +55,7 @@ impl fmt::Display for Background {
 
 /// Where a pool's workers run, as they reported it when they started.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Placement {
     /// Per worker, the CPU it is pinned to; empty when pinning was not asked for, `None` for a
     /// worker whose binding was refused (logged).

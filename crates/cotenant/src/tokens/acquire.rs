@@ -31,6 +31,7 @@ impl Drop for Counted<'_> {
 
 /// How [`HostTokens::acquire_or_cancel`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Acquired {
     /// A token is held: give it back with [`HostTokens::release`].
     Token,

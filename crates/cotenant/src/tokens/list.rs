@@ -15,6 +15,7 @@ use super::{error, foreign_ids, HostTokens, TokensError};
 
 /// One row of `/proc/sysvipc/sem`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SysvSet {
     /// The System V key.
     pub key: i32,
@@ -67,6 +68,7 @@ pub fn parse_sysvipc_sem(text: &str) -> Result<Vec<SysvSet>, String> {
 /// A token set as `cotenant tokens list` shows it. The counts are `None` for a refused set
 /// (not read: they may mean anything).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SetInfo {
     /// The System V key.
     pub key: i32,

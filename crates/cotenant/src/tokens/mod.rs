@@ -114,11 +114,9 @@ const SEM_WAITERS: u16 = 3;
 const SEM_MEMBERS: u16 = 4;
 /// The semaphore counting member processes, for tests that count a forked child as a member
 /// with a raw `semop` (a child of a multi-threaded process may not allocate).
-#[doc(hidden)]
 #[doc(hidden)] // for cotenant's tests: internal, no stability promise
 pub const MEMBERS_SEMAPHORE: u16 = SEM_MEMBERS;
 /// The semaphore holding the free tokens (as [`MEMBERS_SEMAPHORE`]).
-#[doc(hidden)]
 #[doc(hidden)] // for cotenant's tests: internal, no stability promise
 pub const TOKENS_SEMAPHORE: u16 = SEM_TOKENS;
 const SEM_NAME: u16 = 5;

@@ -11,6 +11,7 @@ const MAX_SPIN_SHIFT: u32 = 7;
 
 /// What a waiting thread does before it checks its condition again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Step {
     /// Busy-wait this many `std::hint::spin_loop` hints (a pause instruction each).
     Spin(u32),
@@ -25,6 +26,7 @@ pub enum Step {
 
 /// How many pause hints each spin step issues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Hints {
     /// 1, 2, 4, ... doubling with every spin step, capped at 128 (the default).
     Doubling,
@@ -34,6 +36,7 @@ pub enum Hints {
 
 /// How sleeps grow from one to the next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Growth {
     /// Add this much each time (WiredTiger's `__wt_spin_backoff`: +100 µs).
     Add(Duration),

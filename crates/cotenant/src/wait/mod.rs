@@ -29,6 +29,7 @@ pub use signal::{Event, Signal};
 
 /// What a wait did: how often it checked its condition and how it spent the time between.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Waited {
     /// Failed checks of the condition (the step index the schedule reached).
     pub checks: u32,

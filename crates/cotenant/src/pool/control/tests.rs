@@ -6,29 +6,18 @@ use crate::metrics::Degradation;
 use crate::sampler::SampleError;
 use crate::Pool;
 
+/// `pool`'s entry as `register` makes it, but due now, with the adaptive policy starting at a
+/// target of one, and its schedstat files closed (opened at the first reading).
 fn entry_for(pool: &Pool) -> Entry {
-    Entry {
-        id: u64::MAX,
-        pool: Arc::downgrade(&pool.shared),
-        policy: Policy::adaptive(),
-        unshared_policy: None,
-        ran_without_token: 0,
-        state: PolicyState::new(1),
-        period: Duration::from_millis(10),
-        threads: pool.threads() as u32,
-        next_due: Instant::now(),
-        last: None,
-        last_cap: None,
-        idle_periods: 0,
-        schedstat: None,
-        schedstat_retry_at: None,
-        schedstat_failing: false,
-        token_wait_seen: Vec::new(),
-        token_holds_seen: Vec::new(),
-        draining: false,
-        buf: Vec::new(),
-        elastic: None,
-    }
+    let entry = Entry::new(
+        u64::MAX,
+        &pool.shared,
+        Policy::adaptive(),
+        None,
+        Duration::from_millis(10),
+        pool.threads(),
+    );
+    Entry { state: PolicyState::new(1), next_due: Instant::now(), schedstat: None, ..entry }
 }
 
 #[test]
