@@ -9,7 +9,7 @@ GOENV := GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 
 .PHONY: test demo toolchain fmt-check clippy unit loom go-test c-abi fuzz bench bench-pool policy-sim lab clean
 
-test: toolchain fmt-check clippy unit loom go-test c-abi
+test: toolchain fmt-check clippy unit loom go-test c-abi install-check
 
 # The headline experiment: P = 2 processes on this host, five pool kinds, a verdict (about 90 s).
 demo: toolchain
@@ -47,6 +47,7 @@ go-test:
 	@unformatted="$$($(dir $(GO))gofmt -l go crates/cotenant-lab/lab-probes/goworker)"; [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }
 	cd go && $(GOENV) $(GO) vet ./...
 	cd go && $(GOENV) $(GO) test ./...
+	cd go && $(GOENV) GOOS=darwin $(GO) build ./... && $(GOENV) GOOS=windows $(GO) build ./...
 
 # The C ABI: builds crates/cotenant-ffi, compiles examples/c against its header and runs it.
 c-abi:
@@ -81,3 +82,7 @@ lab:
 clean:
 	-[ -x $(RELEASE_BIN) ] && $(RELEASE_BIN) lab clean
 	$(CARGO) clean
+
+# `make install PREFIX=...`, `make uninstall`, `make install-check` (the C library, header, shim,
+# pkg-config file and the command; mk/install.mk).
+include mk/install.mk

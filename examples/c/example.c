@@ -1,6 +1,9 @@
-/* cotenant's C ABI end to end: the CPU count and its JSON explanation, an advisor polled a
- * few times, 100 tasks on a pool, and the error path. Exits non-zero on any failure.
- * Built and run by crates/cotenant-ffi/test-c.sh (part of `make test`). */
+/* cotenant's C ABI end to end: the library's version, the CPU count and its JSON explanation,
+ * an advisor polled a few times, 100 tasks on a pool, a pool with options whose full queue
+ * refuses a task, its metrics as JSON, and the error path. Exits non-zero on any failure.
+ * Built and run by crates/cotenant-ffi/test-c.sh (part of `make test`), and by
+ * crates/cotenant-ffi/install-check.sh with `pkg-config --cflags --libs cotenant` from an
+ * installed prefix (`make install-check`). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdatomic.h>
@@ -35,7 +38,38 @@ static void sleep_ms(long ms) {
     nanosleep(&ts, NULL);
 }
 
+/* A task that holds its worker until released, so that the queue behind it stays as filled:
+ * what follows depends on no timing. */
+struct gate {
+    atomic_int started;
+    atomic_int released;
+};
+
+static void hold(void *arg) {
+    struct gate *gate = arg;
+    atomic_store(&gate->started, 1);
+    while (!atomic_load(&gate->released)) {
+        sleep_ms(1);
+    }
+}
+
+/* Waits until `hold` runs on the pool's one worker, i.e. has left the queue. */
+static void wait_started(struct gate *gate) {
+    while (!atomic_load(&gate->started)) {
+        sleep_ms(1);
+    }
+}
+
 int main(void) {
+    /* The library loaded is the one this program was compiled for. */
+    char expected[64];
+    snprintf(expected, sizeof expected, "%d.%d.%d", COTENANT_VERSION_MAJOR, COTENANT_VERSION_MINOR,
+             COTENANT_VERSION_PATCH);
+    const char *version = cotenant_version();
+    CHECK(version != NULL && strcmp(version, expected) == 0, "cotenant_version() \"%s\", header %s",
+          version != NULL ? version : "(null)", expected);
+    printf("version: %s\n", version != NULL ? version : "(null)");
+
     /* The count and its explanation. */
     uint32_t count = 0;
     int rc = cotenant_cpu_count(&count);
@@ -84,6 +118,56 @@ int main(void) {
         CHECK(total == TASKS, "%u of %d tasks ran", total, TASKS);
         printf("pool: %u of %d tasks ran\n", total, TASKS);
     }
+
+    /* A pool with options: one worker, a queue of one task, and a full queue refuses. */
+    static struct gate gate;
+    atomic_init(&gate.started, 0);
+    atomic_init(&gate.released, 0);
+    atomic_store(&counter, 0);
+    cotenant_pool_options options = {.threads = 1, .queue_capacity = 1, .on_full = COTENANT_ON_FULL_REJECT,
+                                     .period_us = 0};
+    pool = cotenant_pool_new_with(&options);
+    CHECK(pool != NULL, "cotenant_pool_new_with returned NULL");
+    if (pool != NULL) {
+        rc = cotenant_pool_try_submit(pool, hold, &gate);
+        CHECK(rc == COTENANT_OK, "cotenant_pool_try_submit (hold) returned %d", rc);
+        wait_started(&gate); /* the worker holds `hold`: the queue is empty */
+        rc = cotenant_pool_try_submit(pool, increment, &counter);
+        CHECK(rc == COTENANT_OK, "cotenant_pool_try_submit into the empty queue returned %d", rc);
+        rc = cotenant_pool_try_submit(pool, increment, &counter);
+        CHECK(rc == COTENANT_ERR_FULL && strstr(cotenant_last_error(), "full") != NULL,
+              "cotenant_pool_try_submit into the full queue returned %d", rc);
+        rc = cotenant_pool_submit(pool, increment, &counter); /* on_full: reject */
+        CHECK(rc == COTENANT_ERR_FULL, "cotenant_pool_submit into the full queue returned %d", rc);
+
+        /* The metrics, sized first: the length without the NUL, nothing written. */
+        int needed = cotenant_pool_metrics_json(pool, NULL, 0);
+        CHECK(needed > 0, "cotenant_pool_metrics_json(pool, NULL, 0) returned %d", needed);
+        char small[8] = "unset";
+        int length = cotenant_pool_metrics_json(pool, small, sizeof small);
+        CHECK(length >= (int)sizeof small && small[0] == '\0', "a short buffer: %d, \"%s\"", length, small);
+        char metrics[4096];
+        length = cotenant_pool_metrics_json(pool, metrics, sizeof metrics);
+        CHECK(length > 0 && length < (int)sizeof metrics && (size_t)length == strlen(metrics),
+              "cotenant_pool_metrics_json returned %d", length);
+        if (length > 0 && length < (int)sizeof metrics) {
+            printf("metrics: %s\n", metrics);
+            CHECK(strstr(metrics, "\"threads\":1") != NULL && strstr(metrics, "\"queue_capacity\":1") != NULL &&
+                      strstr(metrics, "\"queued\":1") != NULL && strstr(metrics, "\"rejected\":2") != NULL &&
+                      strstr(metrics, "\"completed\":0") != NULL,
+                  "metrics: %s", metrics);
+        }
+
+        atomic_store(&gate.released, 1);
+        rc = cotenant_pool_shutdown(pool);
+        CHECK(rc == COTENANT_OK, "cotenant_pool_shutdown returned %d", rc);
+        unsigned ran = atomic_load(&counter);
+        CHECK(ran == 1, "%u tasks ran: the queued one should have, the two refused should not", ran);
+        printf("pool with options: 1 task queued ran, 2 refused did not\n");
+    }
+    cotenant_pool_options bad = {.threads = 0, .queue_capacity = 0, .on_full = 7, .period_us = 0};
+    CHECK(cotenant_pool_new_with(&bad) == NULL && strstr(cotenant_last_error(), "options.on_full") != NULL,
+          "on_full 7 was accepted");
 
     /* The error path: a NULL argument is a code and a message naming it. */
     rc = cotenant_cpu_count(NULL);

@@ -22,7 +22,7 @@ pub enum Command {
     /// the CPU quota of the cgroup and every ancestor (cgroup v1 and v2), rounded down by
     /// default: never more runnable threads than the quota pays for.
     Cpus(CpusArgs),
-    /// Run an experiment of seed 000 on this host, side by side with the alternatives.
+    /// Measure an effect of CPU overcommitment on this host, side by side with the alternatives.
     ///
     /// Prints tables and a verdict; with --out, writes results.csv, results.json, report.md
     /// and charts (SVG and PNG) under DIR/<experiment>/. Experiments that need real cgroups
@@ -46,7 +46,7 @@ pub enum Command {
     /// weights, cpusets, pressure, migrations, NUMA, oversized pools. Without --pid: the host.
     /// The --json shape is documented in docs/doctor.md.
     Doctor(DoctorArgs),
-    /// How many threads a pool needs: seed 002's formula (Ncpu × U × (1 + W/C)) or Little's
+    /// How many threads a pool needs: the utilisation formula (Ncpu × U × (1 + W/C)) or Little's
     /// law (L = λ × W), with the arithmetic shown.
     ///
     /// `--wait W --compute C [--util U] [--cpus N]`: the formula; --cpus defaults to this
@@ -54,8 +54,8 @@ pub enum Command {
     /// take a unit: ns, us, ms or s. `--pid PID [--duration 10s]`: measure a running
     /// process's thread groups and size each.
     Size(SizeArgs),
-    /// Deterministic simulations (issue 10): `sim bandwidth` runs seed 001's CFS bandwidth
-    /// control event by event.
+    /// Deterministic simulations of what a small host cannot show: `sim bandwidth` runs the
+    /// kernel's CPU bandwidth control (CFS quotas) event by event.
     ///
     /// `cotenant sim bandwidth --period 10ms --quota 10ms --slice 5ms --tick 4ms --periods 3
     /// --threads 1 --variant baseline --timeline` prints every refill, tick, throttle and
@@ -67,8 +67,8 @@ pub enum Command {
     /// Change a cgroup's CPU settings, writing only what differs (`cgroup set`).
     ///
     /// Every write of a CPU quota, even of the same value, resets the kernel's bandwidth pools
-    /// and can throttle the cgroup (seed 001 §IV-A2); `set` reads the current values, writes
-    /// only the files that differ, and reads them back. Details in docs/cgroup-set.md.
+    /// and can throttle the cgroup for the rest of the period; `set` reads the current values,
+    /// writes only the files that differ, and reads them back. Details in docs/cgroup-set.md.
     Cgroup(CgroupArgs),
     /// List or remove this user's host CPU token sets (what cooperating pools share).
     ///
@@ -166,7 +166,7 @@ pub struct SizeArgs {
     #[arg(long, value_parser = parse_time)]
     pub latency: Option<std::time::Duration>,
     /// Measure a running process instead: sample its threads' states and CPU times, group
-    /// them by name, and size each group (seed 002's thread-dump method).
+    /// them by name, and size each group (a thread dump's method, for any language).
     #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
     pub pid: Option<u32>,
     /// How long to sample with --pid (default 10s).

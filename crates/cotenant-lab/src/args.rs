@@ -24,14 +24,21 @@ pub struct SimArgs {
 /// The simulations to choose from.
 #[derive(Debug, Subcommand)]
 pub enum SimCommand {
-    /// CFS bandwidth control (seed 001): a quota per period, per-CPU local pools refilled in
-    /// slices, charged at scheduler ticks; CPU-bound threads, one per CPU.
+    /// CFS bandwidth control (the kernel's CPU quotas) event by event: a quota per period,
+    /// per-CPU local pools refilled in slices, charged at scheduler ticks; CPU-bound threads,
+    /// one per CPU.
+    ///
+    /// The model and its variants follow the paper "Mitigating Unnecessary Throttling in Linux
+    /// CFS Bandwidth Control" (Ugedal and Kumar, 2022).
     Bandwidth(SimBandwidthArgs),
-    /// Seed 001 Table II simulated: N CPU-bound threads on N CPUs, quota N CPUs, periods 100,
-    /// 50 and 10 ms, tick phases and start offsets drawn from seeds; throttled periods per
-    /// variant, the seed's measurements beside.
+    /// Threads that fit their quota yet get throttled, simulated: N CPU-bound threads on N
+    /// CPUs, quota N CPUs, periods 100, 50 and 10 ms, random tick phases and start offsets;
+    /// throttled periods per variant, the measurements of the CFS throttling paper beside.
+    ///
+    /// The paper is "Mitigating Unnecessary Throttling in Linux CFS Bandwidth Control" (Ugedal
+    /// and Kumar, 2022); its Table II measured this setting on Linux 5.12.
     Table2(SimTable2Args),
-    /// Seed 000 Figure 7 on a simulated host of any size: P processes with pools (running
+    /// Neighbouring pools on a simulated host of any size: P processes with pools (running
     /// the library's policy code), each offered open-loop CPU-bound work, under a fair
     /// scheduler; tables, verdicts and charts like `lab neighbours`.
     Neighbours(SimNeighboursArgs),
@@ -40,23 +47,26 @@ pub enum SimCommand {
     Validate(SimValidateArgs),
 }
 
-/// Simulate seed 001's Table II: throttled periods per kernel variant.
+/// Simulate the CFS throttling paper's Table II: throttled periods per kernel variant.
 #[derive(Debug, Args)]
 pub struct SimTable2Args {
-    /// CPU-bound threads, one per CPU; the quota is this many CPUs (the seed: 3).
+    /// CPU-bound threads, one per CPU; the quota is this many CPUs (the paper's: 3).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: u32,
-    /// Simulated time per run (the seed's runs took about 74 s unthrottled).
+    /// Simulated time per run (the paper's runs took about 74 s unthrottled).
     #[arg(long, default_value = "74s", value_parser = parse_time)]
     pub duration: std::time::Duration,
-    /// The scheduler tick (4ms at HZ=250; the seed does not give its HZ).
+    /// The scheduler tick (4ms at HZ=250; the paper does not give its HZ).
     #[arg(long, default_value = "4ms", value_parser = parse_time)]
     pub tick: std::time::Duration,
     /// What a local pool takes at a time.
     #[arg(long, default_value = "5ms", value_parser = parse_time)]
     pub slice: std::time::Duration,
-    /// Runs per period and variant, seeds 1..=N; the table gives the median and the range.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// Runs per period and variant, each with its own random tick phases and start offsets
+    /// (random streams 1 to N); the table gives the median and the range.
+    // Named `--runs` for users; `--seeds`, its first name, still works (hidden alias).
+    #[arg(long = "runs", alias = "seeds", value_name = "N", default_value_t = 10)]
+    #[arg(value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub seeds: u32,
     /// Blocking and configuration writes.
     #[command(flatten)]
@@ -66,7 +76,7 @@ pub struct SimTable2Args {
     pub json: bool,
 }
 
-/// Simulate seed 000's Figure 7: processes with pools on a simulated host.
+/// Simulate neighbouring processes with pools on a simulated host.
 #[derive(Debug, Args)]
 pub struct SimNeighboursArgs {
     /// CPUs of the simulated host.
@@ -96,10 +106,13 @@ pub struct SimNeighboursArgs {
     /// CPU time of one item, in milliseconds.
     #[arg(long, default_value_t = 5.0, value_parser = parse_positive)]
     pub service_ms: f64,
-    /// Seed of the first repeat (repeat i uses seed + i).
-    #[arg(long, default_value_t = 1)]
+    /// The random stream of the first repeat (repeat i uses stream N + i): the same stream
+    /// gives the same run.
+    // Named `--random-stream` for users; `--seed`, its first name, still works (hidden alias).
+    #[arg(long = "random-stream", alias = "seed", value_name = "N", default_value_t = 1)]
     pub seed: u64,
-    /// Runs per configuration, each with its own seed; tables give the median and the spread.
+    /// Runs per configuration, each with its own random stream; tables give the median and the
+    /// spread.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeats: u32,
     /// Write results.json, results.csv, report.md and charts under DIR/sim-neighbours/.
@@ -116,7 +129,7 @@ pub struct SimValidateArgs {
     /// `results.json` of a real `cotenant lab neighbours` run.
     #[arg(long, value_name = "FILE")]
     pub real: PathBuf,
-    /// Simulated runs per configuration (seeds 1..=N).
+    /// Simulated runs per configuration (random streams 1 to N).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeats: u32,
     /// Write results.json and report.md under DIR/sim-validate/.
@@ -130,12 +143,12 @@ pub struct SimValidateArgs {
 /// Which kernel behaviour `sim bandwidth` simulates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SimVariant {
-    /// The seed's kernel 5.12: the period's leftover is discarded.
+    /// Linux 5.12, as the CFS throttling paper measured it: the period's leftover is discarded.
     Baseline,
-    /// Seed 001 §IV-A: the leftover pays the next period's overruns.
+    /// The paper's slush fund: the leftover pays the next period's overruns.
     Slush,
-    /// Seed 001's "All": the slush fund, and a configuration write that changes nothing is a
-    /// no-op.
+    /// All of the paper's fixes: the slush fund, and a configuration write that changes
+    /// nothing is a no-op.
     All,
     /// Linux since 5.4 in this model: baseline, and an idle CPU returns all but 1 ms of its
     /// local pool.
@@ -235,7 +248,7 @@ pub struct LabArgs {
     pub scenarios: Vec<crate::isolation::Scenario>,
     /// `spin`: the client's round trip each session sleeps before a transaction, in µs; it sets
     /// how busy the sessions keep their CPUs (default 200: about 85 % of the restricted CPU on
-    /// the test VM; see RESULTS.md, "Where the seed's shape holds").
+    /// the test VM; RESULTS.md, section `spin`, says why the round trip sets the load).
     pub round_trip_us: Option<u64>,
     /// `isolation`: how the load generator's connection threads are scheduled. `realtime`
     /// (`SCHED_FIFO` 1, falling back to normal with the reason recorded) keeps B from delaying
@@ -281,31 +294,36 @@ pub enum GoItems {
 /// The experiments of the lab (each a subcommand of `cotenant lab`: [`ExperimentCommand`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Experiment {
-    /// One process, fixed pools of 1 to 4 × CPUs threads (seed 000 Figure 2).
+    /// One process, fixed pools of 1 to 4 × CPUs threads: what more threads than CPUs cost.
     Overcommit,
-    /// The same with a mutex around the work (Figure 3).
+    /// The same with a mutex around the work: overcommitted threads queueing on a lock.
     Contention,
-    /// Quotas from 0.5 CPU to the CPU count, in real cgroups; includes a Go program (Figure 5).
+    /// Quotas from 0.5 CPU to the CPU count, in real cgroups: pools sized to the online CPUs, to
+    /// the quota, and adaptive; includes a Go program.
     Quota,
-    /// P identical processes at once, each with its own open-loop load (Figure 7).
+    /// P identical processes at once, each with its own open-loop load: pools that each assume
+    /// the whole host, against pools that make room for their neighbours.
     Neighbours,
-    /// share's overcommit factor 0.5 to 3 next to adaptive (Figure 8).
+    /// share's overcommit factor 0.5 to 3 next to adaptive: the latency and throughput trade-off.
     Factor,
-    /// A bursty and a steady tenant: quotas against adaptive pools (seed 000 §4).
+    /// A bursty and a steady tenant: quotas against adaptive pools.
     Burst,
     /// A runs alone for 2 s, then B starts: CPU shares over time, Jain's index.
     Fairness,
-    /// What Go, Java, Python, Node, C++, Rust and cotenant believe about their CPUs (Table 2).
+    /// What Go, Java, Python, Node, C++, Rust and cotenant believe about their CPUs under each
+    /// quota.
     Runtimes,
-    /// An HTTP server next to a CPU-bound batch job, under every isolation option (seed 003).
+    /// An HTTP server next to a CPU-bound batch job, under every isolation option (weights,
+    /// cpusets, nice, SCHED_IDLE, an idle cgroup, cotenant pools).
     Isolation,
-    /// CPU bandwidth throttling on this kernel (seed 001 Table II), quota rewrites, and the
-    /// pool's user-space CPU budget.
+    /// CPU bandwidth throttling on this kernel (threads that fit their quota yet get throttled),
+    /// quota rewrites, and the pool's user-space CPU budget.
     Throttling,
-    /// Sessions waiting for each other (seed 004): pure spinning against yield, back-off and
-    /// park, under CPU restriction and priority inversion.
+    /// Sessions waiting for each other: pure spinning against yield, back-off and park, under
+    /// CPU restriction and priority inversion (a model of MongoDB's WiredTiger snapshot wait).
     Spin,
-    /// Pool sizes 1 to 256 against I/O delays of 0 to 50 ms, and the elastic pool (seed 002).
+    /// Pool sizes 1 to 256 against I/O delays of 0 to 50 ms (the contention cliff), and the
+    /// elastic pool.
     Sizing,
     /// `neighbours` with Go services: default GOMAXPROCS against the cotenant Go controller.
     GoNeighbours,
@@ -360,7 +378,7 @@ pub enum PoolKind {
     Ignorant,
     /// fixed(max(1, CPUs / P)): a perfect static split, known in advance.
     Optimal,
-    /// The seed's formula, share(1).
+    /// The friendlypool's formula (CPUs × own CPU use / all CPU use), overcommit factor 1.
     Share,
     /// cotenant's default pool: the adaptive policy, sharing host CPU tokens with the other
     /// processes of the run (engaged while another shares them): the tokens keep the tasks
@@ -408,7 +426,7 @@ pub struct LabWorkerArgs {
     /// How items arrive: evenly, Poisson or in bursts.
     #[arg(long, value_enum, default_value_t = crate::workload::Arrivals::Poisson)]
     pub arrivals: crate::workload::Arrivals,
-    /// Seed of the arrival schedule (mixed with the pid).
+    /// Starting value of the arrival schedule's random numbers (mixed with the pid).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Start the schedule at this CLOCK_REALTIME instant (ns since the epoch), so that all
@@ -425,13 +443,13 @@ pub struct LabWorkerArgs {
     /// The pool's OS threads (default: the CPUs this process may use).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
-    /// The overcommit factor of a `share` pool (seed 000 Figure 8).
+    /// The overcommit factor of a `share` pool (`factor` varies it).
     #[arg(long, default_value_t = 1.0, value_parser = parse_load)]
     pub share_factor: f64,
     /// The CPUs the load is a fraction of (default: this process's CPUs / processes).
     #[arg(long, value_parser = parse_positive)]
     pub fair_cpus: Option<f64>,
-    /// Run each item's work inside one process-wide mutex (seed 000 Figure 3).
+    /// Run each item's work inside one process-wide mutex (`contention`).
     #[arg(long)]
     pub mutex: bool,
     /// Closed loop: keep the pool saturated instead of following a schedule.

@@ -1,7 +1,8 @@
 //! The Go worker of the `quota` and `go-neighbours` experiments (`lab-probes/goworker`),
-//! embedded in the binary with the repository's Go package (`go/`, listed by `build.rs`) and
-//! built with the host's Go toolchain on first use. Go missing is not an error: the
-//! experiments report "not installed".
+//! embedded in the binary with the repository's Go module (`go/`: its `go.mod` and the
+//! packages in its subfolders, `cotenant/` and `cotenant/autostart/`, listed by `build.rs`
+//! with `/`-separated paths) and built with the host's Go toolchain on first use. Go missing
+//! is not an error: the experiments report "not installed".
 //!
 //! The lab runs the worker as root, so it is built in a folder only the invoking user can
 //! write: `<cache>/cotenant/lab-go`, where `<cache>` is `$XDG_CACHE_HOME` or `~/.cache`
@@ -24,9 +25,10 @@ use cotenant_ops::private_dir;
 
 const MAIN_GO: &str = include_str!("../lab-probes/goworker/main.go");
 const GO_MOD: &str = include_str!("../lab-probes/goworker/go.mod");
-// GO_PACKAGE: the files of `go/`, which the worker's go.mod replaces with ./cotenant-go.
+// GO_PACKAGE: the files of the module `go/` (paths relative to it, `/`-separated), which the
+// worker's go.mod replaces with ./cotenant-go.
 include!(concat!(env!("OUT_DIR"), "/go_package.rs"));
-/// Where the worker's go.mod expects the package.
+/// Where the worker's go.mod expects the module.
 const GO_PACKAGE_DIR: &str = "cotenant-go";
 /// The build folder's name in the user's cache directory (see [`private_dir::cache_dir`]).
 const BUILD_DIR: &str = "lab-go";
@@ -68,26 +70,70 @@ fn write_if_changed(path: &Path, text: &str) -> anyhow::Result<()> {
     private_dir::write_file(path, text.as_bytes(), SOURCE_MODE)
 }
 
-/// Writes the worker and the package into `dir` (a private folder: see the module doc),
-/// removing package files that are no longer embedded (a cache written by an older cotenant).
+/// Writes the worker and the module into `dir` (a private folder: see the module doc),
+/// removing what is no longer embedded (a cache written by an older cotenant, whose package
+/// files sat at the top of the module folder).
 fn write_sources(dir: &Path) -> anyhow::Result<()> {
     let package = dir.join(GO_PACKAGE_DIR);
     private_dir::ensure_private(&package)?;
     write_if_changed(&dir.join("main.go"), MAIN_GO)?;
     write_if_changed(&dir.join("go.mod"), GO_MOD)?;
-    let entries = std::fs::read_dir(&package).with_context(|| format!("listing {}", package.display()))?;
-    for entry in entries {
-        let entry = entry.with_context(|| format!("listing {}", package.display()))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !GO_PACKAGE.iter().any(|(embedded, _)| *embedded == name) {
-            let stale = entry.path();
-            std::fs::remove_file(&stale).with_context(|| format!("removing {}", stale.display()))?;
-        }
-    }
+    remove_stale(&package, "")?;
     for (name, text) in GO_PACKAGE {
-        write_if_changed(&package.join(name), text)?;
+        write_if_changed(&module_file(&package, name)?, text)?;
     }
     Ok(())
+}
+
+/// Whether `rel` (a `/`-separated path in the module folder) is an embedded file.
+fn embedded_file(rel: &str) -> bool {
+    GO_PACKAGE.iter().any(|(name, _)| *name == rel)
+}
+
+/// Whether `rel` is a folder holding an embedded file.
+fn embedded_folder(rel: &str) -> bool {
+    GO_PACKAGE.iter().any(|(name, _)| name.strip_prefix(rel).is_some_and(|rest| rest.starts_with('/')))
+}
+
+/// Removes from `folder` (the module folder's `prefix`) everything that is neither an
+/// embedded file nor a folder holding one. Entries are typed without following symbolic
+/// links, so a planted link is removed, never followed, and a real folder is removed with
+/// its contents (`remove_dir_all` does not follow links either).
+fn remove_stale(folder: &Path, prefix: &str) -> anyhow::Result<()> {
+    let entries = std::fs::read_dir(folder).with_context(|| format!("listing {}", folder.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("listing {}", folder.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let rel = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
+        let path = entry.path();
+        let is_dir = entry.file_type().with_context(|| format!("checking {}", path.display()))?.is_dir();
+        if is_dir && embedded_folder(&rel) {
+            remove_stale(&path, &rel)?;
+        } else if is_dir {
+            std::fs::remove_dir_all(&path).with_context(|| format!("removing {}", path.display()))?;
+        } else if !embedded_file(&rel) {
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The path of the embedded file `name` (`/`-separated, relative) under the module folder,
+/// making its folders on the way with the same checks as the module folder (private, real
+/// folders: a planted link is refused, not written through).
+fn module_file(module: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    let parts: Vec<&str> = name.split('/').collect();
+    let plain = parts.iter().all(|part| !part.is_empty() && *part != "." && *part != "..");
+    let Some((file, folders)) = parts.split_last().filter(|_| plain) else {
+        anyhow::bail!("the embedded Go file {name:?} is not a plain relative path");
+    };
+    let mut path = module.to_path_buf();
+    for folder in folders {
+        path.push(folder);
+        private_dir::ensure_private(&path)?;
+    }
+    path.push(file);
+    Ok(path)
 }
 
 fn build() -> GoWorker {
@@ -152,28 +198,83 @@ pub fn go_worker() -> GoWorker {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_go_package_is_embedded_without_its_tests() {
-        let names: Vec<&str> = GO_PACKAGE.iter().map(|(name, _)| *name).collect();
-        assert!(names.contains(&"go.mod") && names.contains(&"controller.go"), "{names:?}");
-        assert!(names.iter().all(|n| *n == "go.mod" || (n.ends_with(".go") && !n.ends_with("_test.go"))));
-        let module = GO_PACKAGE.iter().find(|(name, _)| *name == "go.mod").map(|(_, text)| *text);
-        assert!(module.is_some_and(|m| m.starts_with("module github.com/cotenant/cotenant/go")));
-        assert!(GO_MOD.contains("replace github.com/cotenant/cotenant/go => ./cotenant-go"));
+    /// The embedded text of `name`, a `/`-separated path in the module.
+    fn embedded(name: &str) -> &'static str {
+        GO_PACKAGE
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, text)| *text)
+            .unwrap_or_else(|| panic!("{name} is not embedded"))
     }
 
     #[test]
-    fn stale_package_files_are_removed_and_the_rest_written() {
+    fn the_go_module_is_embedded_without_its_tests() {
+        let names: Vec<&str> = GO_PACKAGE.iter().map(|(name, _)| *name).collect();
+        for name in ["go.mod", "cotenant/controller.go", "cotenant/set.go", "cotenant/autostart/autostart.go"]
+        {
+            assert!(names.contains(&name), "{name} is missing from {names:?}");
+        }
+        assert!(
+            names.iter().all(|n| *n == "go.mod" || (n.ends_with(".go") && !n.ends_with("_test.go"))),
+            "{names:?}"
+        );
+        assert!(embedded("go.mod").starts_with("module github.com/cotenant/cotenant/go\n"));
+        assert!(GO_MOD.contains("replace github.com/cotenant/cotenant/go => ./cotenant-go"));
+        // The import path ends in the package name: the module plus the package's folder.
+        assert!(MAIN_GO.contains("\"github.com/cotenant/cotenant/go/cotenant\""));
+    }
+
+    #[test]
+    fn stale_files_and_folders_are_removed_and_the_rest_written() {
         let dir = private_dir::fresh_temp("cotenant-test-gobuild").unwrap();
-        private_dir::ensure_private(&dir.join(GO_PACKAGE_DIR)).unwrap();
-        std::fs::write(dir.join(GO_PACKAGE_DIR).join("gone.go"), "package cotenant").unwrap();
+        let module = dir.join(GO_PACKAGE_DIR);
+        private_dir::ensure_private(&module).unwrap();
+        // The layout of an older cotenant (the package at the top of the module), a folder
+        // nothing is embedded in, and a stale file beside embedded ones.
+        std::fs::write(module.join("controller.go"), "package cotenant").unwrap();
+        private_dir::ensure_private(&module.join("gone")).unwrap();
+        std::fs::write(module.join("gone").join("gone.go"), "package gone").unwrap();
+        private_dir::ensure_private(&module.join("cotenant")).unwrap();
+        std::fs::write(module.join("cotenant").join("gone.go"), "package cotenant").unwrap();
         write_sources(&dir).unwrap();
-        assert!(!dir.join(GO_PACKAGE_DIR).join("gone.go").exists());
-        assert_eq!(std::fs::read_to_string(dir.join(GO_PACKAGE_DIR).join("controller.go")).unwrap(), {
-            GO_PACKAGE.iter().find(|(n, _)| *n == "controller.go").unwrap().1
-        });
+        for stale in ["controller.go", "gone", "cotenant/gone.go"] {
+            assert!(!module.join(stale).exists(), "{stale} is still there");
+        }
+        for (name, text) in GO_PACKAGE {
+            assert_eq!(std::fs::read_to_string(module.join(name)).unwrap(), *text, "{name}");
+        }
         assert_eq!(std::fs::read_to_string(dir.join("main.go")).unwrap(), MAIN_GO);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_link_planted_as_a_package_folder_is_removed_not_followed() {
+        use std::os::unix::fs::symlink;
+        let dir = private_dir::fresh_temp("cotenant-test-gobuild").unwrap();
+        let outside = private_dir::fresh_temp("cotenant-test-gobuild-outside").unwrap();
+        let module = dir.join(GO_PACKAGE_DIR);
+        private_dir::ensure_private(&module).unwrap();
+        symlink(&outside, module.join("cotenant")).unwrap();
+        write_sources(&dir).unwrap();
+        let meta = std::fs::symlink_metadata(module.join("cotenant")).unwrap();
+        assert!(meta.file_type().is_dir(), "cotenant/ is still a link");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "written through the link");
+        assert_eq!(
+            std::fs::read_to_string(module.join("cotenant/controller.go")).unwrap(),
+            embedded("cotenant/controller.go")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
+    }
+
+    #[test]
+    fn only_plain_relative_paths_are_written() {
+        let module = Path::new("/nonexistent-cotenant-module");
+        for name in ["../escape.go", "a//b.go", "./a.go", "", "a/"] {
+            let e = module_file(module, name).unwrap_err();
+            assert!(format!("{e:#}").contains("not a plain relative path"), "{name:?}: {e:#}");
+        }
+        assert_eq!(module_file(module, "go.mod").unwrap(), module.join("go.mod"));
     }
 
     #[test]
@@ -193,7 +294,7 @@ mod tests {
         symlink(&outside, dir.join(GO_PACKAGE_DIR)).unwrap();
         let e = write_sources(&dir).unwrap_err();
         assert!(format!("{e:#}").contains("is a symbolic link"), "{e:#}");
-        assert!(!outside.join("controller.go").exists(), "the package was written through a link");
+        assert!(!outside.join("cotenant").exists(), "the module was written through a link");
 
         std::fs::remove_file(dir.join(GO_PACKAGE_DIR)).unwrap();
         write_sources(&dir).unwrap();

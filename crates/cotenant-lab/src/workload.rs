@@ -181,7 +181,7 @@ pub enum Arrivals {
     Uniform,
     /// Exponentially distributed gaps (a Poisson process), from a seeded generator.
     Poisson,
-    /// Idle, then a burst (seed 000 §4): cycles of [`BURST_OFF`] without arrivals and
+    /// Idle, then a burst (as in the friendly-pool paper): cycles of [`BURST_OFF`] without arrivals and
     /// [`BURST_ON`] of Poisson arrivals at the rate that gives the same average.
     Bursty,
 }

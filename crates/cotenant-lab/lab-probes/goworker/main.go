@@ -1,11 +1,11 @@
-// The Go worker of `cotenant lab quota` (seed 000 Figure 5) and `cotenant lab go-neighbours`
-// (Figure 7 with Go services): the same open-loop workload as the Rust lab worker
+// The Go worker of `cotenant lab quota` (Figure 5 of the paper on CPU overcommitment by OS
+// threads) and `cotenant lab go-neighbours` (its Figure 7 with Go services): the same open-loop workload as the Rust lab worker
 // (crates/cotenant-lab/src/workload.rs), served by one goroutine per item, the way a Go
 // service serves requests. GOMAXPROCS is Go's default unless told otherwise:
 //
 //   - --gomaxprocs N sets it once, at start (a static split, the "optimal" of Figure 7);
-//   - --cotenant starts the cotenant controller (the go/ package of this repository), which
-//     re-decides it every clock tick.
+//   - --cotenant starts the cotenant controller (the package go/cotenant of this repository),
+//     which re-decides it every clock tick, even when GOMAXPROCS is set in the environment.
 //
 // Items run as soon as they arrive (one goroutine each, Go's time-slicing among them), or with
 // --limit at most GOMAXPROCS at a time, in arrival order: the worker pool sized by GOMAXPROCS
@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	cotenant "github.com/cotenant/cotenant/go"
+	"github.com/cotenant/cotenant/go/cotenant"
 )
 
 const chunkFib = 20
@@ -256,7 +256,9 @@ func main() {
 	slots := newLimiter()
 	var controller *cotenant.Controller
 	if *withCotenant {
-		opts := cotenant.Options{}
+		// The lab asked for steering: a GOMAXPROCS inherited from the shell that started the
+		// lab must not quietly make this kind steer nothing.
+		opts := cotenant.Options{IgnoreGOMAXPROCSEnv: true}
 		if *limit {
 			opts.OnDecision = func(e cotenant.Event) {
 				if e.GOMAXPROCS > e.Before {

@@ -44,31 +44,36 @@ impl LabCommand {
 /// The experiments of the lab, each with its own flags.
 #[derive(Debug, Subcommand)]
 pub enum ExperimentCommand {
-    /// One process, fixed pools of 1 to 4 × CPUs threads (seed 000 Figure 2).
+    /// One process, fixed pools of 1 to 4 × CPUs threads: what more threads than CPUs cost.
     Overcommit(OvercommitArgs),
-    /// The same with a mutex around the work (Figure 3).
+    /// The same with a mutex around the work: overcommitted threads queueing on a lock.
     Contention(OvercommitArgs),
-    /// Quotas from 0.5 CPU to the CPU count, in real cgroups; includes a Go program (Figure 5).
+    /// Quotas from 0.5 CPU to the CPU count, in real cgroups: pools sized to the online CPUs, to
+    /// the quota, and adaptive; includes a Go program.
     Quota(QuotaArgs),
-    /// P identical processes at once, each with its own open-loop load (Figure 7).
+    /// P identical processes at once, each with its own open-loop load: pools that each assume
+    /// the whole host, against pools that make room for their neighbours.
     Neighbours(NeighboursArgs),
-    /// share's overcommit factor 0.5 to 3 next to adaptive (Figure 8).
+    /// share's overcommit factor 0.5 to 3 next to adaptive: the latency and throughput trade-off.
     Factor(FactorArgs),
-    /// A bursty and a steady tenant: quotas against adaptive pools (seed 000 §4).
+    /// A bursty and a steady tenant: quotas against adaptive pools.
     Burst(BurstArgs),
     /// A runs alone for 2 s, then B starts: CPU shares over time, Jain's index.
     Fairness(FairnessArgs),
-    /// What Go, Java, Python, Node, C++, Rust and cotenant believe about their CPUs (Table 2).
+    /// What Go, Java, Python, Node, C++, Rust and cotenant believe about their CPUs under each
+    /// quota.
     Runtimes(RuntimesArgs),
-    /// An HTTP server next to a CPU-bound batch job, under every isolation option (seed 003).
+    /// An HTTP server next to a CPU-bound batch job, under every isolation option (weights,
+    /// cpusets, nice, SCHED_IDLE, an idle cgroup, cotenant pools).
     Isolation(IsolationArgs),
-    /// CPU bandwidth throttling on this kernel (seed 001 Table II), quota rewrites, and the
-    /// pool's user-space CPU budget.
+    /// CPU bandwidth throttling on this kernel (threads that fit their quota yet get throttled),
+    /// quota rewrites, and the pool's user-space CPU budget.
     Throttling(ThrottlingArgs),
-    /// Sessions waiting for each other (seed 004): pure spinning against yield, back-off and
-    /// park, under CPU restriction and priority inversion.
+    /// Sessions waiting for each other: pure spinning against yield, back-off and park, under
+    /// CPU restriction and priority inversion (a model of MongoDB's WiredTiger snapshot wait).
     Spin(SpinArgs),
-    /// Pool sizes 1 to 256 against I/O delays of 0 to 50 ms, and the elastic pool (seed 002).
+    /// Pool sizes 1 to 256 against I/O delays of 0 to 50 ms (the contention cliff), and the
+    /// elastic pool.
     Sizing(CommonArgs),
     /// `neighbours` with Go services: default GOMAXPROCS against the cotenant Go controller.
     GoNeighbours(GoNeighboursArgs),
@@ -390,7 +395,7 @@ pub struct SpinArgs {
     pub common: CommonArgs,
     /// `spin`: the client's round trip each session sleeps before a transaction, in µs; it sets
     /// how busy the sessions keep their CPUs (default 200: about 85 % of the restricted CPU on
-    /// the test VM; see RESULTS.md, "Where the seed's shape holds").
+    /// the test VM; RESULTS.md, section `spin`, says why the round trip sets the load).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub round_trip_us: Option<u64>,
 }

@@ -16,7 +16,8 @@ pub enum Scenario {
     Baseline,
     /// A alone, its pool's workers pinned.
     BaselinePinned,
-    /// A and B, each in its own cgroup, equal weights, no hints (the seed's containers).
+    /// A and B, each in its own cgroup, equal weights, no hints (two containers side by side,
+    /// as in the noisy-neighbour course).
     Unisolated,
     /// B at a tenth of A's weight (`cpu.shares` 102 vs 1024; `cpu.weight` 10 vs 100).
     Weighted,

@@ -97,7 +97,8 @@ pub fn verdicts(aggregates: &[Aggregate]) -> Vec<String> {
 /// The Markdown table, with the seed's figures beside ours.
 pub fn table(aggregates: &[Aggregate]) -> String {
     let mut out = String::from(
-        "| scenario | p50 ms | p95 ms | p99 ms (range) | p99.9 ms | p99 vs baseline | B throughput vs unisolated | errors | seed 003 (22 CPUs) p50 / p95 / p99 ms |\n\
+        "| scenario | p50 ms | p95 ms | p99 ms (range) | p99.9 ms | p99 vs baseline | \
+         B throughput vs unisolated | errors | noisy-neighbour course (22 CPUs) p50 / p95 / p99 ms |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for a in aggregates {

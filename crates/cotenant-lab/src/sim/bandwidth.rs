@@ -199,9 +199,11 @@ pub fn table_ii(a: &crate::args::SimTable2Args) -> anyhow::Result<ExitCode> {
     }
     let mut rows = Vec::new();
     let mut text = format!(
-        "Seed 001 Table II simulated: {} CPU-bound threads on {} CPUs, quota {} CPUs, slice {:?}, tick {:?}, \
-         {:.0} s per run, tick phases and starts (within a tick) from seeds 1..={}; {}.\n\n\
-         | period | variant | throttled periods % (median, range) | throttled time ms (median) | seed 001 (5.12, sysbench) |\n\
+        "The CFS throttling paper's Table II simulated: {} CPU-bound threads on {} CPUs, quota {} CPUs, \
+         slice {:?}, tick {:?}, {:.0} s per run, tick phases and starts (within a tick) from random streams \
+         1..={}; {}.\n\n\
+         | period | variant | throttled periods % (median, range) | throttled time ms (median) \
+         | CFS throttling paper (5.12, sysbench) |\n\
          |---:|---|---:|---:|---:|\n",
         a.threads,
         a.threads,

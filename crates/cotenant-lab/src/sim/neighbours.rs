@@ -204,7 +204,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         let sim = simulate(&case)?;
         wall_most = wall_most.max(sim.wall);
         eprintln!(
-            "sim neighbours: {} CPUs, {}, load {:.0}%, P={}, {}, seed {}: {} events in {:.3} s",
+            "sim neighbours: {} CPUs, {}, load {:.0}%, P={}, {}, random stream {}: {} events in {:.3} s",
             args.cpus,
             key.setting.name(),
             key.load * 100.0,
@@ -222,7 +222,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         outcome.report,
         "Simulated host: {} CPUs ({MODEL}). Each process: a pool of {} threads and Poisson arrivals of \
          {} ms items at the given fraction of its fair share; {} s of arrivals, latencies of the items \
-         arriving after the first {} s; {} seeds from {}.\n\n{}",
+         arriving after the first {} s; {} random streams from {}.\n\n{}",
         args.cpus,
         args.cpus,
         args.service_ms,
@@ -471,9 +471,9 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
     }
     let _ = write!(
         outcome.report,
-        "Real run: {} ({} CPUs, {} s per run, {} ms items). Simulated: the same configurations, {} seeds, \
-         every item counted as the lab does ({MODEL}).\n\n{lines}\n{within} of {total} ratios within {:.0} % \
-         of the real ones.\n",
+        "Real run: {} ({} CPUs, {} s per run, {} ms items). Simulated: the same configurations, \
+         {} random streams, every item counted as the lab does ({MODEL}).\n\n{lines}\n\
+         {within} of {total} ratios within {:.0} % of the real ones.\n",
         args.real.display(),
         real.cpus,
         real.seconds,

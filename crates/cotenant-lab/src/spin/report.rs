@@ -51,12 +51,13 @@ fn write_header(report: &mut String, plan: &Plan, refused: &Option<String>) {
         "## Snapshot waits under restriction and priority inversion\n\n\
          {sessions} sessions; unrestricted = all {n} allowed CPUs, restricted = {restricted} CPU(s) ({per} sessions per CPU); \
          inverted = restricted with {boosted} session(s) at nice {BOOSTED_NICE} from {a:.1} s to {b:.1} s of a {d:.1} s run. \
-         Latency = end to end, as the seed's YCSB clients saw it: a {rtt} µs sleep standing for the client's round trip, then \
+         Latency = end to end, as the MongoDB tail-latency paper's YCSB clients saw it: \
+         a {rtt} µs sleep standing for the client's round trip, then \
          the transaction (begin, snapshot, update of about 40 µs, commit); \"transaction alone\" leaves the round trip out. \
          \"CPUs used\" is the process's CPU time over the run's wall time: how busy the sessions keep the CPUs they may use \
          (`--round-trip-us` sets it). \
          Medians of {repeats} run(s), strategies interleaved. \"P99.9 increase\" is against the same strategy's \
-         unrestricted run, as the seed's; \"the inversion alone\" compares the nice window with the same \
+         unrestricted run, as the paper's; \"the inversion alone\" compares the nice window with the same \
          strategy restricted without inversion.\n\n",
         n = allowed.len(),
         per = sessions / restricted,
@@ -68,7 +69,9 @@ fn write_header(report: &mut String, plan: &Plan, refused: &Option<String>) {
     if allowed.len() < 4 * restricted {
         let _ = writeln!(
             report,
-            "On this host even the unrestricted run has more sessions than CPUs ({sessions} on {}), so its baseline is already contended; the seed's was not (40 sessions on 112 cores).\n",
+            "On this host even the unrestricted run has more sessions than CPUs ({sessions} on {}), \
+             so its baseline is already contended; the MongoDB tail-latency paper's was not \
+             (40 sessions on 112 cores).\n",
             allowed.len()
         );
     }
@@ -140,7 +143,8 @@ fn write_scenarios(report: &mut String, cells: &BTreeMap<(usize, usize), Cell>) 
     }
     let _ = writeln!(
         report,
-        "\nSeed 004 (MongoDB, 40 sessions on 10 cores, 4 at nice -20): P99.9 +{:.0}% with WiredTiger's spinning, +{:.0}% with back-off.\n",
+        "\nThe MongoDB tail-latency paper (40 sessions on 10 cores, 4 at nice -20): \
+         P99.9 +{:.0}% with WiredTiger's spinning, +{:.0}% with back-off.\n",
         SEED_INCREASE_SPIN * 100.0,
         SEED_INCREASE_BACKOFF * 100.0
     );
@@ -150,7 +154,10 @@ fn write_scenarios(report: &mut String, cells: &BTreeMap<(usize, usize), Cell>) 
 /// The sessions sweep's table; returns the summary's `sessions_sweep`.
 fn write_sweep(report: &mut String, plan: &Plan, sweep: &super::aggregate::Sweep) -> Vec<serde_json::Value> {
     let (per_cpu, restricted) = (plan.per_cpu, plan.restricted);
-    report.push_str("## Throughput against sessions (restricted, boosted sessions at nice -20 throughout; seed Figure 4)\n\n| sessions per CPU | sessions |");
+    report.push_str(
+        "## Throughput against sessions (restricted, boosted sessions at nice -20 throughout; \
+         the MongoDB tail-latency paper's Figure 4)\n\n| sessions per CPU | sessions |",
+    );
     for strategy in Strategy::ALL {
         let _ = write!(report, " {} tx/s | {} p99.9 ms |", strategy.name(), strategy.name());
     }

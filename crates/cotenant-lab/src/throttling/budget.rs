@@ -5,11 +5,46 @@ use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
+use serde::Serialize;
 
 use crate::runner::{run_workers_at, WorkerSpec, START_DELAY};
 use crate::{Lab, Outcome};
 
 use super::plan::{budget_case_args, budget_cases, BudgetCase};
+
+/// One run's row of part 4: one budget case, the slush fund on or off.
+#[derive(Serialize)]
+struct BudgetCaseRow {
+    /// The part: always `budget`.
+    part: &'static str,
+    /// The budget (CPUs per 100 ms period).
+    budget_cpus: f64,
+    /// Whether the slush fund was on.
+    slush: bool,
+    /// The CPU-bound items' length (ms).
+    item_ms: u32,
+    /// Open loop: the CPU time offered, a fraction of the budget; null when saturated (the key
+    /// is always there).
+    offered: Option<f64>,
+    /// CPUs the workers used: their CPU time over the run's wall time.
+    cpus_used: f64,
+    /// CPUs the whole process used, the submitting thread included.
+    process_cpus_used: f64,
+    /// CPUs used against the budget, relative (0 = exactly the budget).
+    vs_budget: f64,
+    /// Budget periods during the run (count).
+    periods: u64,
+    /// Periods in which a worker found the budget spent and parked until the refill (count).
+    throttled_periods: u64,
+    /// Throttled periods over periods (0 to 1).
+    throttled_ratio: f64,
+    /// Periods that began paying a debt the slush fund could not pay (count).
+    short_periods: u64,
+    /// CPU time the workers charged to the budget (s).
+    charged_s: f64,
+    /// CPUs other processes kept busy just before the run (the quiet-host check).
+    host_busy_cpus_before: f64,
+}
 
 /// Part 4: the pool's own budget, no cgroup.
 pub(super) fn budget_part(
@@ -30,11 +65,12 @@ pub(super) fn budget_part(
          \"throttled\" counts periods in which a worker found the budget spent and parked until the refill; \
          \"short\" counts periods that began paying a debt (an overrun the slush fund could not pay). \
          Saturated at C = 1.5, the workers want {n} CPUs, so every period ends with the budget spent by design; \
-         saturated at C = {n}, or open loop at C = 1.5, the budget equals what the workers use, the seed's Table II \
-         setting, where a throttled period is an artefact of the accounting. \
+         saturated at C = {n}, or open loop at C = 1.5, the budget equals what the workers use, \
+         the CFS throttling paper's Table II setting, where a throttled period is an artefact of the \
+         accounting. \
          A running item cannot be interrupted, so a worker charges its slice only between items: with 20 ms items a \
          slice taken near the end of a period is charged, overrun included, in the next one (the user-space analogue of \
-         the kernel's tick-granular accounting, seed 001 Figure 4).\n\n\
+         the kernel's tick-granular accounting, the CFS throttling paper's Figure 4).\n\n\
          | budget | items | load | slush fund | CPUs used | vs budget | periods | throttled | ratio | short |\n\
          |---:|---:|---|---|---:|---:|---:|---:|---:|---:|\n",
         duration.as_secs()
@@ -71,25 +107,22 @@ pub(super) fn budget_part(
                 100.0 * ratio,
                 budget.short_periods
             );
-            let mut row = serde_json::Map::new();
-            row.insert("part".into(), "budget".into());
-            row.insert("budget_cpus".into(), cpus.into());
-            row.insert("slush".into(), slush.into());
-            row.insert("item_ms".into(), item_ms.into());
-            row.insert("offered".into(), offered.into());
-            row.insert("cpus_used".into(), used.into());
-            row.insert(
-                "process_cpus_used".into(),
-                (run.process_cpu_ns as f64 / run.wall_ns.max(1) as f64).into(),
-            );
-            row.insert("vs_budget".into(), error.into());
-            row.insert("periods".into(), budget.periods.into());
-            row.insert("throttled_periods".into(), budget.throttled_periods.into());
-            row.insert("throttled_ratio".into(), ratio.into());
-            row.insert("short_periods".into(), budget.short_periods.into());
-            row.insert("charged_s".into(), (budget.charged_ns as f64 / 1e9).into());
-            row.insert("host_busy_cpus_before".into(), busy_before.into());
-            outcome.rows.push(row);
+            outcome.rows.push(crate::row_of(&BudgetCaseRow {
+                part: "budget",
+                budget_cpus: cpus,
+                slush,
+                item_ms,
+                offered,
+                cpus_used: used,
+                process_cpus_used: run.process_cpu_ns as f64 / run.wall_ns.max(1) as f64,
+                vs_budget: error,
+                periods: budget.periods,
+                throttled_periods: budget.throttled_periods,
+                throttled_ratio: ratio,
+                short_periods: budget.short_periods,
+                charged_s: budget.charged_ns as f64 / 1e9,
+                host_busy_cpus_before: busy_before,
+            }));
             outcome.verdicts.push(format!(
                 "budget {cpus} CPUs, {item_ms} ms items, {load}, slush {}: used {used:.3} CPUs ({:+.1}%), throttled in {:.1}% of periods",
                 if slush { "on" } else { "off" },

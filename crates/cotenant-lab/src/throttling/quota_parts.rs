@@ -12,7 +12,10 @@ use cotenant_ops::cgroup::Layout;
 
 use super::cgroup_run::run_in_cgroup;
 use super::plan::{saturating_args, table_limits, Limit, Rewrite};
-use super::report::{limit_row, rewrite_verdict, table_verdicts, Throttling, SEED_TABLE_II};
+use super::report::{
+    limit_row, rewrite_verdict, table_verdicts, LatencyFigures, RewriteFigures, Table2Figures, Throttling,
+    SEED_TABLE_II,
+};
 
 pub(super) fn cgroup_parts(
     lab: &Lab,
@@ -31,8 +34,9 @@ pub(super) fn cgroup_parts(
          {n} CPU-bound threads (a fixed pool saturated with 1 ms items) in a cgroup of their own, {secs} s per run. \
          Quota N = {n} CPUs: the threads never need more, so every throttled period is an artefact of the accounting. \
          \"CPU vs unlimited\" is the CPU time the threads got against the unlimited run. \
-         Seed: Linux 5.12, 3 threads on 3 CPUs, quota = 3 CPUs (its Table II).\n\n\
-         | limit | periods | throttled | ratio | throttled time | throttled time / run | CPU vs unlimited | seed ratio | seed throttled / run |\n\
+         The CFS throttling paper: Linux 5.12, 3 threads on 3 CPUs, quota = 3 CPUs (its Table II).\n\n\
+         | limit | periods | throttled | ratio | throttled time | throttled time / run | CPU vs unlimited \
+         | paper's ratio | paper's throttled / run |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     );
     let mut unlimited_cpu = f64::NAN;
@@ -71,14 +75,12 @@ pub(super) fn cgroup_parts(
             seed.map_or(String::new(), |s| format!("{:.1}%", 100.0 * s.1)),
             seed.map_or(String::new(), |s| format!("{:.1}%", 100.0 * s.2)),
         );
-        let mut row = limit_row("table2", limit, &t, busy_before);
-        row.insert("workers_cpu_s".into(), cpu_s.into());
-        row.insert("cpu_vs_unlimited".into(), (cpu_s / unlimited_cpu).into());
-        outcome.rows.push(row);
+        let figures = Table2Figures { workers_cpu_s: cpu_s, cpu_vs_unlimited: cpu_s / unlimited_cpu };
+        outcome.rows.push(limit_row("table2", limit, &t, busy_before, &figures));
         table.push((limit, t, cpu_s / unlimited_cpu));
     }
     report.push_str(
-        "\nThe seed's throttled time is the sum over its CPUs' run queues divided by the run's wall time, \
+        "\nThe paper's throttled time is the sum over its CPUs' run queues divided by the run's wall time, \
          as the kernel reports it; ours is computed the same way.\n\n",
     );
     outcome.verdicts.extend(table_verdicts(&table));
@@ -114,11 +116,12 @@ pub(super) fn cgroup_parts(
             s.e2e_p99_us / 1000.0,
             s.throughput_per_s
         );
-        let mut row = limit_row("latency", limit, &t, busy_before);
-        row.insert("service_p99_us".into(), s.service_p99_us.into());
-        row.insert("e2e_p99_us".into(), s.e2e_p99_us.into());
-        row.insert("throughput_per_s".into(), s.throughput_per_s.into());
-        outcome.rows.push(row);
+        let figures = LatencyFigures {
+            service_p99_us: s.service_p99_us,
+            e2e_p99_us: s.e2e_p99_us,
+            throughput_per_s: s.throughput_per_s,
+        };
+        outcome.rows.push(limit_row("latency", limit, &t, busy_before, &figures));
     }
 
     // Part 3: rewrites.
@@ -149,11 +152,12 @@ pub(super) fn cgroup_parts(
             100.0 * t.ratio(),
             100.0 * t.throttled_ns as f64 / duration.as_nanos() as f64
         );
-        let mut row = limit_row("rewrite", limit, &t, busy_before);
-        row.insert("rewrite".into(), rewrite.label().into());
-        row.insert("rewrites".into(), run.rewrites.into());
-        row.insert("rewrites_written".into(), run.rewrites_written.into());
-        outcome.rows.push(row);
+        let figures = RewriteFigures {
+            rewrite: rewrite.label(),
+            rewrites: run.rewrites,
+            rewrites_written: run.rewrites_written,
+        };
+        outcome.rows.push(limit_row("rewrite", limit, &t, busy_before, &figures));
         rewrite_ratios.push((rewrite, t));
     }
     outcome.verdicts.push(rewrite_verdict(&rewrite_ratios));

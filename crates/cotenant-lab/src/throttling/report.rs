@@ -2,8 +2,10 @@
 //! a run, each run's row, and the verdicts, beside the seed's Table II.
 
 use cotenant::internal::procfs::cgroupfs::CpuStat;
+use serde::Serialize;
 
 use super::plan::{Limit, Rewrite};
+use crate::Row;
 
 /// Seed 001 Table II (Linux 5.12, sysbench, 3 threads on 3 CPUs, quota = 3 CPUs): period (ms),
 /// throttled ratio, throttled time as a share of the run.
@@ -40,23 +42,84 @@ impl Throttling {
     }
 }
 
+/// The keys every row of parts 1 to 3 has: the cgroup's limit and what its counters said.
+#[derive(Serialize)]
+struct LimitRow<'a> {
+    /// The part: `table2`, `latency` or `rewrite`.
+    part: &'a str,
+    /// The limit as the tables name it ([`Limit::label`]).
+    limit: String,
+    /// The quota as a fraction of N CPUs; null when unlimited (the key is always there).
+    quota_of_n: Option<f64>,
+    /// The period (ms).
+    period_ms: u64,
+    /// Whether the cgroup had a burst equal to its quota.
+    burst: bool,
+    /// Periods elapsed during the run (count).
+    periods: u64,
+    /// Periods in which the cgroup was throttled (count).
+    throttled_periods: u64,
+    /// Throttled periods over periods (0 to 1).
+    throttled_ratio: f64,
+    /// Time throttled, as the kernel sums it over the CPUs (ms).
+    throttled_ms: f64,
+    /// CPUs other processes kept busy just before the run (the quiet-host check).
+    host_busy_cpus_before: f64,
+}
+
+/// A Table II run's own figures (part 1).
+#[derive(Serialize)]
+pub(super) struct Table2Figures {
+    /// CPU time the worker's threads got (s).
+    pub(super) workers_cpu_s: f64,
+    /// That CPU time over the unlimited run's (1 = as much).
+    pub(super) cpu_vs_unlimited: f64,
+}
+
+/// A latency run's own figures (part 2).
+#[derive(Serialize)]
+pub(super) struct LatencyFigures {
+    /// Service time, 99th percentile (µs).
+    pub(super) service_p99_us: f64,
+    /// End-to-end time (from the intended arrival), 99th percentile (µs).
+    pub(super) e2e_p99_us: f64,
+    /// Items completed per second.
+    pub(super) throughput_per_s: f64,
+}
+
+/// A rewrite run's own figures (part 3).
+#[derive(Serialize)]
+pub(super) struct RewriteFigures {
+    /// How the cgroup was rewritten ([`Rewrite::label`]).
+    pub(super) rewrite: &'static str,
+    /// Rewrites done during the run (count).
+    pub(super) rewrites: u64,
+    /// Rewrites that wrote something (count).
+    pub(super) rewrites_written: u64,
+}
+
+/// The row of one run of parts 1 to 3: the keys of its limit and counters, then its part's own
+/// `figures` ([`Table2Figures`], [`LatencyFigures`] or [`RewriteFigures`]).
 pub(super) fn limit_row(
     part: &str,
     limit: Limit,
     t: &Throttling,
     busy_before: f64,
-) -> serde_json::Map<String, serde_json::Value> {
-    let mut row = serde_json::Map::new();
-    row.insert("part".into(), part.into());
-    row.insert("limit".into(), limit.label().into());
-    row.insert("quota_of_n".into(), limit.quota_of_n.map_or(serde_json::Value::Null, Into::into));
-    row.insert("period_ms".into(), limit.period_ms.into());
-    row.insert("burst".into(), limit.burst.into());
-    row.insert("periods".into(), t.periods.into());
-    row.insert("throttled_periods".into(), t.throttled.into());
-    row.insert("throttled_ratio".into(), t.ratio().into());
-    row.insert("throttled_ms".into(), (t.throttled_ns as f64 / 1e6).into());
-    row.insert("host_busy_cpus_before".into(), busy_before.into());
+    figures: &impl Serialize,
+) -> Row {
+    let mut row = crate::row_of(&LimitRow {
+        part,
+        limit: limit.label(),
+        quota_of_n: limit.quota_of_n,
+        period_ms: limit.period_ms,
+        burst: limit.burst,
+        periods: t.periods,
+        throttled_periods: t.throttled,
+        throttled_ratio: t.ratio(),
+        throttled_ms: t.throttled_ns as f64 / 1e6,
+        host_busy_cpus_before: busy_before,
+    });
+    row.extend(crate::row_of(figures));
     row
 }
 
@@ -78,7 +141,8 @@ pub fn table_verdicts(table: &[(Limit, Throttling, f64)]) -> Vec<String> {
             .collect();
         let still = periods.iter().any(|p| find(1.0, *p, false).unwrap().1.ratio() > 0.01);
         out.push(format!(
-            "quota = demand: throttled in {} of periods (seed, Linux 5.12: 6.8%/45%/49% at 100/50/10 ms); the seed's spurious throttling {}",
+            "quota = demand: throttled in {} of periods (the CFS throttling paper, Linux 5.12: \
+             6.8%/45%/49% at 100/50/10 ms); the paper's spurious throttling {}",
             shown.join(", "),
             if still { "is still there on this kernel" } else { "is gone on this kernel" }
         ));

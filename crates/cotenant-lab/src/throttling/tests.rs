@@ -1,12 +1,12 @@
 //! Unit tests of `lab throttling`'s pure parts: Table II's limits, the budget cases and their
-//! arguments, the counters' difference, and the verdicts.
+//! arguments, the counters' difference, the rows, and the verdicts.
 
 use std::time::Duration;
 
 use cotenant::internal::procfs::cgroupfs::CpuStat;
 
 use super::plan::budget_case_args;
-use super::report::rewrite_verdict;
+use super::report::{limit_row, rewrite_verdict, RewriteFigures};
 use super::*;
 
 #[test]
@@ -51,6 +51,23 @@ fn throttling_is_the_difference_of_two_readings() {
 }
 
 #[test]
+fn a_limit_row_has_the_limit_the_counters_and_the_part_s_figures() {
+    let t = Throttling { periods: 100, throttled: 10, throttled_ns: 2_000_000 };
+    let unlimited = Limit { quota_of_n: None, period_ms: 100, burst: false };
+    let figures = RewriteFigures { rewrite: Rewrite::None.label(), rewrites: 0, rewrites_written: 0 };
+    let row = limit_row("rewrite", unlimited, &t, 0.25, &figures);
+    // Every key always there (an unlimited quota is null), the counters as integers.
+    assert_eq!(
+        serde_json::Value::Object(row),
+        serde_json::json!({
+            "part": "rewrite", "limit": "unlimited", "quota_of_n": null, "period_ms": 100, "burst": false,
+            "periods": 100, "throttled_periods": 10, "throttled_ratio": 0.1, "throttled_ms": 2.0,
+            "host_busy_cpus_before": 0.25, "rewrite": "no rewrites", "rewrites": 0, "rewrites_written": 0
+        })
+    );
+}
+
+#[test]
 fn verdicts_say_whether_the_kernel_still_throttles() {
     let l = |p, burst| Limit { quota_of_n: Some(1.0), period_ms: p, burst };
     let t = |periods, throttled| Throttling { periods, throttled, throttled_ns: 0 };
@@ -59,7 +76,9 @@ fn verdicts_say_whether_the_kernel_still_throttles() {
     assert_eq!(
         table_verdicts(&table),
         [
-            "quota = demand: throttled in 5% at 100 ms, 50% at 10 ms of periods (seed, Linux 5.12: 6.8%/45%/49% at 100/50/10 ms); the seed's spurious throttling is still there on this kernel",
+            "quota = demand: throttled in 5% at 100 ms, 50% at 10 ms of periods (the CFS throttling paper, \
+             Linux 5.12: 6.8%/45%/49% at 100/50/10 ms); the paper's spurious throttling is still there \
+             on this kernel",
             "with a burst equal to the quota: throttled in 0% at 10 ms",
         ]
     );

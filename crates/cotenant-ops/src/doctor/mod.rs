@@ -264,6 +264,42 @@ mod tests {
         assert_eq!(levels, ["/app"]);
     }
 
+    /// Users have no seed numbers and no issue tracker: no finding, evidence, remedy or line of
+    /// the report, as text or as JSON, names one. Every fixture case is rendered, with a pid and
+    /// for the host; the fixture root's own path is masked (a checkout may live under any name).
+    #[test]
+    fn reports_name_no_source_document_or_issue() {
+        let cases = [
+            ("v1-contention", Some(PID)),
+            ("v1-contention", Some(777)),
+            ("v1-contention", None),
+            ("v2-throttling", Some(PID)),
+            ("v2-throttling", None),
+            ("no-cgroup-controllers", Some(PID)),
+            ("no-cgroup-controllers", None),
+            ("unreadable-pid-files", Some(PID)),
+        ];
+        let mut kinds_seen = BTreeSet::new();
+        for (name, pid) in cases {
+            let r = fixture(name, pid);
+            kinds_seen.extend(kinds(&r));
+            let root = case(name).display().to_string();
+            for output in [render::text(&r), render::json(&r)] {
+                let output = output.replace(&root, "<root>");
+                for line in output.lines() {
+                    let lower = line.to_lowercase();
+                    for word in ["seed", "issue", "§"] {
+                        assert!(!lower.contains(word), "{name}, pid {pid:?}: says {word:?}: {line}");
+                    }
+                }
+            }
+        }
+        // The remedies that once named a source are among those checked.
+        for kind in ["cpu-contention", "low-weight", "cpuset-overlap", "migrations", "throttling"] {
+            assert!(kinds_seen.contains(kind), "no fixture gives {kind}: {kinds_seen:?}");
+        }
+    }
+
     #[test]
     fn json_has_the_documented_top_level_fields() {
         let r = fixture("v1-contention", Some(PID));

@@ -74,7 +74,9 @@ pub(in crate::doctor::analyze) fn find_contention(cx: &Context<'_>, m: &Measurem
             wait_fraction * 100.0
         ),
         evidence,
-        recommendation: "Neighbours share this process's CPUs (seed 003's decision tree). If the tail matters more \
+        // The order of the remedies is seed 003's decision tree; the text names none of the
+        // sources (users have no seed numbers).
+        recommendation: "Neighbours share this process's CPUs. If the tail matters more \
              than the neighbour's throughput: give the neighbour a low weight (cpu.weight 10 against 100, \
              cpu.shares 102 against 1024) or, when it has a cgroup of its own, mark that cgroup idle (cpu.idle = 1, Linux 5.15+; \
              it lowers every process in it); SCHED_IDLE threads (a cotenant background pool) rank below \

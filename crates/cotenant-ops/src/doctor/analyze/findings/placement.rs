@@ -13,15 +13,24 @@ pub(in crate::doctor::analyze) fn find_migrations(cx: &Context<'_>, m: &Measurem
     Some(Finding {
         kind: "migrations",
         severity: Severity::Low,
-        title: format!("Threads migrate between CPUs {rate:.0} times per second ({:.0} per busy thread)", rate / busy),
+        title: format!(
+            "Threads migrate between CPUs {rate:.0} times per second ({:.0} per busy thread)",
+            rate / busy
+        ),
         evidence: vec![
-            ev(proc_file(cx, "task/*/sched"), "se.nr_migrations per second (all threads)", format!("{rate:.1}")),
+            ev(
+                proc_file(cx, "task/*/sched"),
+                "se.nr_migrations per second (all threads)",
+                format!("{rate:.1}"),
+            ),
             ev(proc_file(cx, "task/*/schedstat"), "busy threads", p.busy_threads.to_string()),
             ev(proc_file(cx, "task/*/stat"), "CPUs its threads were seen on", p.ran_on.clone()),
         ],
-        recommendation: "Frequent migrations plus a healthy CPU profile plus a poor tail is seed 003's \"needs \
-             pinning\" signature: pin workers (cotenant Pool::builder().pin_workers(true), taskset, or a cpuset) \
-             so caches stay warm."
+        // Seed 003's "needs pinning" signature, said in plain words.
+        recommendation: "Frequent migrations with a healthy CPU profile and a poor tail are the signature \
+             of a service that needs pinning: pin workers (cotenant Pool::builder().pin_workers(true), \
+             taskset, or a cpuset) so caches stay warm; a pinned service can even beat running alone, \
+             through warm caches."
             .into(),
         score: rate / busy,
     })

@@ -79,8 +79,8 @@ pub(in crate::doctor::analyze) fn find_weight_and_cpusets(
                 ],
                 recommendation: format!(
                     "Under contention CFS splits CPU time by weight: this process gets at most {ow}/({ow}+{tw}) of \
-                     a contended CPU. Raise its {name} or lower the neighbour's (seed 003: 10 against 100 \
-                     recovered most of the tail)."
+                     a contended CPU. Raise its {name} or lower the neighbour's (a neighbour at weight \
+                     10 against 100 recovers most of the lost tail latency, not all of it)."
                 ),
                 score: tw as f64 / ow.max(1) as f64,
             });
@@ -117,12 +117,16 @@ pub(in crate::doctor::analyze) fn find_weight_and_cpusets(
             out.push(Finding {
                 kind: "cpuset-overlap",
                 severity: sev,
-                title: format!("{} other cgroup(s) with busy processes share CPUs {ours}", evidence.len() - 1),
+                title: format!(
+                    "{} other cgroup(s) with busy processes share CPUs {ours}",
+                    evidence.len() - 1
+                ),
                 evidence,
-                recommendation: "Give latency-sensitive and batch tenants disjoint cpusets (cpuset.cpus) for full \
-                     isolation (seed 003: p99 back to baseline), at the price of CPUs one cannot lend the other; \
-                     otherwise use weights."
-                    .into(),
+                recommendation:
+                    "Give latency-sensitive and batch tenants disjoint cpusets (cpuset.cpus) for full \
+                     isolation (the service's p99 back to what it is alone), at the price of CPUs \
+                     one cannot lend the other; otherwise use weights."
+                        .into(),
                 score: total,
             });
         }

@@ -1,7 +1,8 @@
 // This file owns the answer: Budget (every source, the fractional limit, which constraint
 // binds), derive (the pure function that intersects the CPU sets and picks the smallest
 // quota, in exact rational arithmetic) and rounding to a thread count. Port of
-// crates/cotenant/src/cpus/mod.rs (seed 000 §3, "Solution 1").
+// crates/cotenant/src/cpus/mod.rs (the CPU count that the paper on CPU overcommitment by OS
+// threads asks every runtime for).
 
 package cotenant
 
@@ -395,23 +396,26 @@ func CPUsWord(x float64) string {
 	return n + " CPU"
 }
 
+// boundBy names the binding constraint in words, e.g. "the CPU quota of its own cgroup /app".
+func (b *Budget) boundBy() string {
+	switch l := b.BindingLevel(); {
+	case l != nil && b.derived.bindingLevel == 0:
+		return "the CPU quota of its own cgroup " + l.Cgroup
+	case l != nil:
+		return "the CPU quota of ancestor cgroup " + l.Cgroup
+	case b.derived.binding == ConstraintCpuset:
+		return "the cgroup cpuset"
+	case b.derived.binding == ConstraintAffinity:
+		return "the affinity mask"
+	}
+	return "the online CPUs"
+}
+
 // Explain is a one-line answer followed by a table of every source, as `cotenant cpus
 // --explain` prints it (crates/cotenant-cli/src/cmd/cpus.rs).
 func (b *Budget) Explain(r Rounding) string {
 	threads := b.Threads(r)
-	var what string
-	switch l := b.BindingLevel(); {
-	case l != nil && b.derived.bindingLevel == 0:
-		what = "the CPU quota of its own cgroup " + l.Cgroup
-	case l != nil:
-		what = "the CPU quota of ancestor cgroup " + l.Cgroup
-	case b.derived.binding == ConstraintCpuset:
-		what = "the cgroup cpuset"
-	case b.derived.binding == ConstraintAffinity:
-		what = "the affinity mask"
-	default:
-		what = "the online CPUs"
-	}
+	what := b.boundBy()
 	file := ""
 	if o, ok := b.BindingOrigin(); ok {
 		file = ", " + o.String()

@@ -1,6 +1,7 @@
 // This file owns the stand-ins for sys_linux.go elsewhere: the package builds on every
-// platform, but cgroups, affinity masks and /proc are Linux's, so detection answers from the
-// files it can read and the controller refuses to start.
+// platform, but cgroups, affinity masks and /proc are Linux's, so detection of this system
+// fails with errNotLinux (a copy of a Linux system's files, ProbeAt, is still read), Set
+// leaves GOMAXPROCS to the runtime and the controller refuses to start.
 
 //go:build !linux
 
@@ -20,7 +21,8 @@ func pread(f *os.File, b []byte, off int64) (int, error) {
 	return n, err
 }
 
-var errNotLinux = errors.New("not supported on this operating system (Linux only)")
+// systemReadable says whether this system's CPU limits can be read: not here.
+const systemReadable = false
 
 func ownAffinity() (CPUSet, error) { return CPUSet{}, errNotLinux }
 

@@ -8,6 +8,10 @@ import (
 	"unsafe"
 )
 
+// atClkTck is AT_CLKTCK of <elf.h>: the auxiliary-vector entry holding sysconf(_SC_CLK_TCK).
+// Here rather than in sys_linux.go so that the parser's tests build on every platform.
+const atClkTck = 17
+
 // parseAuxv returns the value of entry typ, or 0 when it is absent.
 func parseAuxv(b []byte, typ uint64) uint64 {
 	word := int(unsafe.Sizeof(uintptr(0)))

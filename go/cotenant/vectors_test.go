@@ -14,7 +14,7 @@ import (
 	"testing"
 )
 
-var cpusVectors = filepath.Join("..", "testdata", "cpus")
+var cpusVectors = filepath.Join("..", "..", "testdata", "cpus")
 
 type cpusExpected struct {
 	Description    string   `json:"description"`

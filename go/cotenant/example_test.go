@@ -8,20 +8,20 @@ import (
 	"log"
 	"runtime"
 
-	cotenant "github.com/cotenant/cotenant/go"
+	"github.com/cotenant/cotenant/go/cotenant"
 )
 
 // The CPU count of a process in a cgroup v1 with a quota of 1.5 CPUs on 2, read from a copy
 // of its files (CPUs() reads the running system the same way).
 func ExampleCPUsAt() {
-	b, err := cotenant.CPUsAt("../testdata/cpus/v1-quota-1.5")
+	b, err := cotenant.CPUsAt("../../testdata/cpus/v1-quota-1.5")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer b.Close()
 	origin, _ := b.BindingOrigin()
 	fmt.Println(b.Limit(), b.Threads(cotenant.Floor), b.Threads(cotenant.Ceil))
-	fmt.Println(b.Binding(), b.BindingLevel().Cgroup, origin.Path[len("../testdata/cpus/v1-quota-1.5"):])
+	fmt.Println(b.Binding(), b.BindingLevel().Cgroup, origin.Path[len("../../testdata/cpus/v1-quota-1.5"):])
 	// Output:
 	// 1.5 1 2
 	// quota /app /sys/fs/cgroup/cpu/app/cpu.cfs_quota_us
@@ -29,10 +29,10 @@ func ExampleCPUsAt() {
 
 // A parse error names the file and the offending text.
 func ExampleCPUsAt_error() {
-	_, err := cotenant.CPUsAt("../testdata/cpus/malformed-cpu-max")
+	_, err := cotenant.CPUsAt("../../testdata/cpus/malformed-cpu-max")
 	fmt.Println(err)
 	// Output:
-	// ../testdata/cpus/malformed-cpu-max/sys/fs/cgroup/app/cpu.max: not a valid cpu.max: quota is not a non-negative integer in "banana 100000"
+	// ../../testdata/cpus/malformed-cpu-max/sys/fs/cgroup/app/cpu.max: not a valid cpu.max: quota is not a non-negative integer in "banana 100000"
 }
 
 // One period of the adaptive policy: a pool of 2 workers on 2 CPUs whose workers waited for
@@ -47,6 +47,25 @@ func ExamplePolicy_Decide() {
 	// Output: 1 contention
 }
 
+// Set GOMAXPROCS once, at the start of main, as go.uber.org/automaxprocs does. Here the CPU
+// limits are read from a copy of a system's files (a cgroup v1 quota of 1.5 CPUs on 2) and
+// the environment's GOMAXPROCS, if the tests were started with one, is overridden, so that
+// the answer is the same everywhere; in a program, Set(cotenant.Logger(log.Printf)) reads
+// the running system and respects the environment.
+func ExampleSet() {
+	undo, err := cotenant.Set(
+		cotenant.FromProbe(cotenant.ProbeAt("../../testdata/cpus/v1-quota-1.5")),
+		cotenant.IgnoreGOMAXPROCSEnv(),
+	)
+	defer undo() // GOMAXPROCS back to what it was
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	fmt.Println(runtime.GOMAXPROCS(0)) // 1.5 CPUs, rounded down
+	// Output: 1
+}
+
 // Steer GOMAXPROCS for the life of a program.
 func ExampleStart() {
 	c, err := cotenant.Start(context.Background(), cotenant.Options{})
@@ -56,6 +75,8 @@ func ExampleStart() {
 	defer c.Stop() // hands GOMAXPROCS back to the runtime
 
 	n := runtime.GOMAXPROCS(0)
-	fmt.Println(n >= 1 && n <= c.Stats().Cap)
+	// With GOMAXPROCS set in the environment the controller leaves it alone (Steering is
+	// false); otherwise it keeps it within what the CPU limits pay for.
+	fmt.Println(n >= 1 && (!c.Steering() || n <= c.Stats().Cap))
 	// Output: true
 }

@@ -2,9 +2,13 @@
 // process (sampler.go, threads.go, schedmetrics.go), asks the policy (pure) for the next
 // target and applies it with runtime.GOMAXPROCS, never above what the quota pays for. It is
 // the Go counterpart of crates/cotenant/src/pool/control.rs, with GOMAXPROCS in the place of
-// the pool's parked workers: seed 000 §5.2 ends by saying the dynamic pool belongs inside the
-// lightweight-thread runtimes, and GOMAXPROCS is the Go runtime's own worker count.
+// the pool's parked workers: the paper on CPU overcommitment by OS threads ends by saying
+// that its friendly, every-tick-resized pool belongs inside the lightweight-thread runtimes,
+// and GOMAXPROCS is the Go runtime's own worker count.
 //
+//  0. When the environment sets GOMAXPROCS (a value the runtime obeys) and the caller did not
+//     ask to override it, Start steers nothing: it returns a Controller that only waits for
+//     Stop, so that code written for a steering one (defer c.Stop(), c.Stats()) still works.
 //  1. Start detects the budget, sets GOMAXPROCS to min(current, cap) at once (which also
 //     turns off the runtime's own once-a-second update: the controller takes that job over)
 //     and takes the first reading.
@@ -18,7 +22,9 @@
 //     that an idle process does not pay a reading per clock tick. (The Rust controller naps
 //     until a submit wakes it; GOMAXPROCS has no submit to hook, so this one keeps looking.)
 //  5. Stop (or the context's end) stops the goroutine and hands GOMAXPROCS back to the
-//     runtime with runtime.SetDefaultGOMAXPROCS.
+//     runtime with runtime.SetDefaultGOMAXPROCS, or, when the environment set GOMAXPROCS
+//     and the caller overrode it, to the value it had at Start (the runtime's default would
+//     ignore the environment).
 
 package cotenant
 
@@ -34,8 +40,9 @@ import (
 	"time"
 )
 
-// DefaultPeriod is one clock tick (USER_HZ = 100), the rate at which the kernel's CPU
-// accounting moves and seed 000 §5.2's control thread ran.
+// DefaultPeriod is one clock tick (USER_HZ = 100): the rate at which the kernel's CPU
+// accounting moves, and at which the friendly thread pool of the paper on CPU overcommitment
+// by OS threads resized itself.
 const DefaultPeriod = 10 * time.Millisecond
 
 // MinPeriod is the shortest period accepted: below it the controller's own cost and the
@@ -79,6 +86,11 @@ type Options struct {
 	// OnDecision, if set, is called from the controller's goroutine after every decision; it
 	// must return quickly.
 	OnDecision func(Event)
+	// IgnoreGOMAXPROCSEnv makes the controller steer even when the GOMAXPROCS environment
+	// variable holds a value the runtime obeys (a positive whole number). By default such a
+	// value is the user's choice: Start logs (Info, through Logger) that it respects it and
+	// returns a Controller that steers nothing ([Controller.Steering] is false).
+	IgnoreGOMAXPROCSEnv bool
 }
 
 // Event describes one decision, for Options.OnDecision.
@@ -98,7 +110,8 @@ type Event struct {
 	SchedLatencyP99 time.Duration
 }
 
-// Stats is a snapshot of a Controller's state.
+// Stats is a snapshot of a Controller's state. For a Controller that does not steer
+// ([Controller.Steering] is false) only GOMAXPROCS is set: its value at Start.
 type Stats struct {
 	// GOMAXPROCS is the value the controller set last.
 	GOMAXPROCS int
@@ -140,6 +153,12 @@ type Controller struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
 	stopOnce sync.Once
+	// steering is false for the Controller that respects a GOMAXPROCS set in the environment.
+	steering bool
+	// envSet says the environment set GOMAXPROCS (overridden, since the controller steers):
+	// Stop then restores before, the value at Start, rather than the runtime's default.
+	envSet bool
+	before int
 
 	// Owned by the controller's goroutine.
 	sampler      *hostSampler
@@ -160,9 +179,16 @@ type Controller struct {
 
 // Start starts the controller of this process: from now on, every period, GOMAXPROCS is what
 // the policy decides, never more than the quota pays for. It returns an error when the
-// options are invalid, when a controller is already running (ErrAlreadyRunning), or when the
+// options are invalid, when a controller is already running (ErrAlreadyRunning), on an
+// operating system other than Linux (an error matching errors.ErrUnsupported), or when the
 // CPU budget cannot be read (then GOMAXPROCS is left alone). The controller runs until Stop
 // is called or ctx ends; either hands GOMAXPROCS back to the runtime.
+//
+// When the GOMAXPROCS environment variable holds a value the runtime obeys, that value is
+// the user's choice: unless opts.IgnoreGOMAXPROCSEnv is set, Start leaves GOMAXPROCS alone,
+// logs that through opts.Logger, and returns, with a nil error, a Controller that steers
+// nothing ([Controller.Steering] is false) and does not count as running (ErrAlreadyRunning
+// is about steering controllers). Its Stop, Done and Stats work as usual.
 //
 // Do not call runtime.GOMAXPROCS while a controller runs: its next change overrides yours.
 func Start(ctx context.Context, opts Options) (*Controller, error) {
@@ -178,6 +204,17 @@ func Start(ctx context.Context, opts Options) (*Controller, error) {
 	if err := opts.Policy.Validate(); err != nil {
 		return nil, fmt.Errorf("cotenant: Options.Policy: %w", err)
 	}
+	env, envSet := envGOMAXPROCS()
+	if envSet && !opts.IgnoreGOMAXPROCSEnv {
+		if opts.Logger != nil {
+			opts.Logger.Info("cotenant: respecting GOMAXPROCS set in the environment; not steering it",
+				"GOMAXPROCS", env)
+		}
+		return startRespecting(ctx), nil
+	}
+	if !systemReadable {
+		return nil, fmt.Errorf("cotenant: cannot start the controller on %s: %w", runtime.GOOS, errNotLinux)
+	}
 	if !running.CompareAndSwap(false, true) {
 		return nil, ErrAlreadyRunning
 	}
@@ -191,15 +228,18 @@ func Start(ctx context.Context, opts Options) (*Controller, error) {
 		threads = sampler.budget.AllowedCPUs()
 	}
 	c := &Controller{
-		period:  opts.Period,
-		threads: uint32(min(threads, math.MaxUint32)),
-		policy:  opts.Policy,
-		logger:  opts.Logger,
-		onEvent: opts.OnDecision,
-		rec:     openRecorder(),
-		done:    make(chan struct{}),
-		sampler: sampler,
-		sched:   newSchedMetrics(time.Now()),
+		period:   opts.Period,
+		threads:  uint32(min(threads, math.MaxUint32)),
+		policy:   opts.Policy,
+		logger:   opts.Logger,
+		onEvent:  opts.OnDecision,
+		rec:      openRecorder(),
+		done:     make(chan struct{}),
+		steering: true,
+		envSet:   envSet,
+		before:   runtime.GOMAXPROCS(0),
+		sampler:  sampler,
+		sched:    newSchedMetrics(time.Now()),
 	}
 	// Step 1: the cap at once, and the runtime's own updates off.
 	b := sampler.budget
@@ -221,9 +261,29 @@ func Start(ctx context.Context, opts Options) (*Controller, error) {
 	return c, nil
 }
 
-// Stop stops the controller, waits for its goroutine to end and hands GOMAXPROCS back to the
+// startRespecting returns the Controller that respects a GOMAXPROCS set in the environment:
+// it steers nothing and only waits for Stop or ctx, so that Done means the same as for a
+// steering one.
+func startRespecting(ctx context.Context) *Controller {
+	c := &Controller{done: make(chan struct{})}
+	c.stats = Stats{GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	ctx, c.cancel = context.WithCancel(ctx)
+	go func() {
+		<-ctx.Done()
+		close(c.done)
+	}()
+	return c
+}
+
+// Steering says whether the controller steers GOMAXPROCS: false when Start found GOMAXPROCS
+// set in the environment and respected it (see [Start] and Options.IgnoreGOMAXPROCSEnv).
+func (c *Controller) Steering() bool { return c.steering }
+
+// Stop stops the controller, waits for its goroutine to end and hands GOMAXPROCS back: to the
 // runtime's default (runtime.SetDefaultGOMAXPROCS: the runtime's own value, updated as the
-// CPU limits change, ignoring the GOMAXPROCS environment variable). Stop is idempotent;
+// CPU limits change), or, when the controller overrode a GOMAXPROCS set in the environment
+// (Options.IgnoreGOMAXPROCSEnv), to the value GOMAXPROCS had at Start, as the environment
+// asked. A controller that does not steer leaves GOMAXPROCS alone. Stop is idempotent;
 // after it, Start may be called again.
 func (c *Controller) Stop() {
 	c.stopOnce.Do(c.cancel)
@@ -243,7 +303,11 @@ func (c *Controller) Stats() Stats {
 
 func (c *Controller) run(ctx context.Context) {
 	defer func() {
-		runtime.SetDefaultGOMAXPROCS()
+		if c.envSet {
+			runtime.GOMAXPROCS(c.before)
+		} else {
+			runtime.SetDefaultGOMAXPROCS()
+		}
 		c.sampler.close()
 		c.rec.close()
 		running.Store(false)

@@ -13,6 +13,10 @@ import (
 	"unsafe"
 )
 
+// systemReadable says whether this system's CPU limits can be read: on Linux, yes (the files
+// may still be missing or unreadable, which detection reports).
+const systemReadable = true
+
 // pread is one pread(2) at off, retried on EINTR; (0, nil) is the end of the file. Through
 // SyscallConn so that it is exactly one system call (os.File.ReadAt loops until its buffer
 // is full, which costs a second call on every small kernel file).
@@ -72,9 +76,6 @@ func processCPUNanos() (uint64, error) {
 	}
 	return satAdd(satMul(uint64(ts.Sec), 1e9), uint64(ts.Nsec)), nil
 }
-
-// atClkTck is AT_CLKTCK of <elf.h>: the auxiliary-vector entry holding sysconf(_SC_CLK_TCK).
-const atClkTck = 17
 
 // clockTicksPerSecond is USER_HZ, the unit of /proc/stat, from the auxiliary vector (what
 // glibc's sysconf(_SC_CLK_TCK) returns); 100, the value on every mainstream architecture,

@@ -57,7 +57,8 @@ func (s *Sample) perPeriod(ns uint64) float64 {
 
 // Cap is the most workers the quota and the allowed CPUs pay for: min(Threads, CPUs,
 // floor(quota)), at least 1. Floor, because a worker the quota cannot pay for in full is
-// throttled at the end of every period (seed 000 §3, seed 001).
+// throttled at the end of every period (as the papers on CPU overcommitment by OS threads
+// and on CFS bandwidth control both measured).
 func (s *Sample) Cap() uint32 {
 	c := max(s.Threads, 1)
 	if s.CPUs > 0 {
@@ -204,8 +205,8 @@ func Adaptive() Policy { return Policy{} }
 // AdaptiveWith is [Adaptive] with tuned constants (for experiments; the defaults are measured).
 func AdaptiveWith(c AdaptiveConfig) Policy { return Policy{config: &c} }
 
-// Share is seed 000 §5.2's formula, target = ceil(overcommit · Δcpu_self / Δcpu_busy · CPUs),
-// capped by the quota. It locks in (docs/policy.md); kept as the reference.
+// Share is the formula of the friendly thread pool of the paper on CPU overcommitment by OS
+// threads, target = ceil(overcommit · Δcpu_self / Δcpu_busy · CPUs), capped by the quota. It locks in (docs/policy.md); kept as the reference.
 func Share(overcommit float64) Policy { return Policy{kind: kindShare, overcommit: overcommit} }
 
 // Fixed is a constant target of n workers.

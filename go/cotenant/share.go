@@ -1,5 +1,6 @@
-// This file owns seed 000 §5.2's friendlypool formula, faithfully: active = ceil(O ·
-// Δcpu_self / Δcpu_all · CPUs), Δcpu_all being the busy time of the CPUs we may use. Kept as
+// This file owns the formula of the paper on CPU overcommitment's friendly thread pool
+// (friendlypool), faithfully: active = ceil(O · Δcpu_self / Δcpu_all · CPUs), Δcpu_all
+// being the busy time of the CPUs we may use. Kept as
 // the reference policy: it locks in (a process's share is capped by its own active count, so
 // any split is a fixed point; docs/policy.md). Port of crates/cotenant/src/policy/share.rs.
 

@@ -3,7 +3,8 @@
 // thread's run time and run-queue wait. Port of crates/cotenant/src/sampler.rs (HostSampler,
 // HostCounters, HostDelta), plus the per-thread part of pool/control.rs.
 //
-// Sources, most precise first (seed 000 §5.2 read /proc/stat in 10 ms ticks over all CPUs):
+// Sources, most precise first (the friendly thread pool of the paper on CPU overcommitment
+// read /proc/stat in 10 ms ticks over all CPUs):
 //   - this process: clock_gettime(CLOCK_PROCESS_CPUTIME_ID), ns;
 //   - busy time of the allowed CPUs: cgroup v1 cpuacct.usage_percpu of the root cgroup (ns,
 //     every task on the host), else /proc/stat's per-CPU lines (clock ticks);

@@ -15,7 +15,7 @@ import (
 	"testing"
 )
 
-var policyVectors = filepath.Join("..", "testdata", "policy")
+var policyVectors = filepath.Join("..", "..", "testdata", "policy")
 
 type policyVector struct {
 	Description string `json:"description"`
