@@ -9,7 +9,7 @@ GOENV := GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 
 .PHONY: test demo toolchain fmt-check clippy unit loom go-test c-abi fuzz bench bench-pool policy-sim lab clean
 
-test: toolchain fmt-check clippy unit loom go-test c-abi install-check
+test: toolchain fmt-check clippy unit loom go-test c-abi install-check cargo-install-check fallback msrv package
 
 # The headline experiment: P = 2 processes on this host, five pool kinds, a verdict (about 90 s).
 demo: toolchain
@@ -82,6 +82,29 @@ lab:
 clean:
 	-[ -x $(RELEASE_BIN) ] && $(RELEASE_BIN) lab clean
 	$(CARGO) clean
+
+# `cargo install` alone gives a working `run --preload` (inside a 0.5-CPU cgroup; root only).
+cargo-install-check:
+	CARGO=$(CARGO) sh scripts/cargo-install-check.sh
+
+# The library as it builds off Linux, forced on Linux (`--cfg cotenant_force_fallback`): CPU
+# count from available_parallelism, a fixed-target pool, host tokens refused clearly.
+fallback:
+	RUSTFLAGS="--cfg cotenant_force_fallback" $(CARGO) test --locked -p cotenant --target-dir target/fallback
+
+# The declared minimum Rust version (rust-version in Cargo.toml) builds the library, the
+# simulator and the command without the lab, if rustup can install that toolchain.
+MSRV = $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+msrv:
+	@rustup toolchain install $(MSRV) --profile minimal >/dev/null 2>&1 || { echo "msrv: SKIPPED: rustup cannot install Rust $(MSRV) here"; exit 0; }; \
+	echo "msrv: Rust $(MSRV)"; \
+	$(CARGO) +$(MSRV) check --locked -p cotenant -p cotenant-sim --target-dir target/msrv && \
+	$(CARGO) +$(MSRV) check --locked -p cotenant-cli --no-default-features --target-dir target/msrv
+
+# The publishable crates packaged and verified together (cotenant-ops and cotenant-lab are not
+# on crates.io, so the command's package is verified against their packages, not the registry).
+package:
+	$(CARGO) package --locked --allow-dirty -p cotenant -p cotenant-sim -p cotenant-ops -p cotenant-lab -p cotenant-cli
 
 # `make install PREFIX=...`, `make uninstall`, `make install-check` (the C library, header, shim,
 # pkg-config file and the command; mk/install.mk).

@@ -38,7 +38,9 @@ version=$("$PKG_CONFIG" --modversion cotenant) || fail "pkg-config does not find
 major=${version%%.*}
 lib="$prefix/lib"
 for f in bin/cotenant "lib/libcotenant_ffi.so.$version" lib/libcotenant_ffi.a \
-    lib/cotenant/libcotenant_preload.so include/cotenant.h lib/pkgconfig/cotenant.pc; do
+    lib/cotenant/libcotenant_preload.so include/cotenant.h lib/pkgconfig/cotenant.pc \
+    share/man/man1/cotenant.1 share/bash-completion/completions/cotenant \
+    share/zsh/site-functions/_cotenant share/fish/vendor_completions.d/cotenant.fish; do
     [ -f "$prefix/$f" ] && [ ! -L "$prefix/$f" ] || fail "$prefix/$f is not an installed file"
 done
 [ "$(readlink "$lib/libcotenant_ffi.so.$major")" = "libcotenant_ffi.so.$version" ] ||

@@ -77,6 +77,20 @@ pub enum Command {
     /// outlives the processes, like a file: `tokens list` shows each (tokens, free, waiting,
     /// member processes, owner and mode, and why a set is refused), `tokens remove` deletes one.
     Tokens(TokensArgs),
+    /// Print a shell completion script for cotenant: bash, zsh, fish, elvish or powershell.
+    ///
+    /// Try it in the current shell with `source <(cotenant completions bash)`, or save it where
+    /// the shell looks for completions: for bash
+    /// ~/.local/share/bash-completion/completions/cotenant, for zsh a file named _cotenant in a
+    /// folder of $fpath, for fish ~/.config/fish/completions/cotenant.fish. `make install`
+    /// installs the bash, zsh and fish scripts under PREFIX/share.
+    Completions(CompletionsArgs),
+    /// Print the manual page of cotenant (roff), every command in one page.
+    ///
+    /// Read it with `cotenant man | man -l -`, or save it as cotenant.1 in a folder of
+    /// $MANPATH (e.g. ~/.local/share/man/man1/). `make install` installs it as
+    /// PREFIX/share/man/man1/cotenant.1.
+    Man,
     /// Internal: one process of a lab experiment (started by `cotenant lab`).
     #[cfg(feature = "lab")]
     #[command(hide = true)]
@@ -101,8 +115,10 @@ pub struct CountArgs {
     #[arg(long)]
     pub force: bool,
     /// Also preload cotenant's shim, so that sysconf(_SC_NPROCESSORS_ONLN), get_nprocs() and
-    /// std::thread::hardware_concurrency() answer the count (C, C++, Python < 3.13). Read the
-    /// risks in docs/run.md first.
+    /// std::thread::hardware_concurrency() answer the count (C, C++, Python < 3.13). The shim
+    /// is taken from $COTENANT_PRELOAD_LIB, else from the cotenant executable's folder or
+    /// ../lib/cotenant relative to it, else the copy built into cotenant is written to
+    /// ~/.cache/cotenant on first use. Read the risks in docs/run.md first.
     #[arg(long)]
     pub preload: bool,
     /// Refuse when the CPU count cannot be determined (an unreadable or unexpected cgroup
@@ -257,6 +273,14 @@ pub struct CgroupSetArgs {
     /// directory below DIR may be a plain fixture on any file system (links are still refused).
     #[arg(long, value_name = "DIR", hide = true)]
     pub root: Option<PathBuf>,
+}
+
+/// `cotenant completions`: which shell to write the script for.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell the script is for.
+    #[arg(value_name = "SHELL", value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]

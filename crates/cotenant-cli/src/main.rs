@@ -42,6 +42,8 @@ fn run() -> anyhow::Result<ExitCode> {
         args::Command::Cgroup(a) => cmd::cgroup::run(&a),
         args::Command::Tokens(a) => cmd::tokens::run(&a),
         args::Command::Size(a) => cmd::size::run(&a),
+        args::Command::Completions(a) => cmd::completions::run(&a),
+        args::Command::Man => cmd::man::run(),
         #[cfg(feature = "lab")]
         args::Command::Sim(a) => cotenant_lab::sim::run(&a),
         #[cfg(feature = "lab")]

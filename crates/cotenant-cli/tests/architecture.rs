@@ -6,7 +6,7 @@
 //! The map's convention: a section per crate titled `` ### `crates/<name>` ... ``; in it, each
 //! bullet that starts with backticked paths (`` - `pool/`, `tokens/` — ... ``) names them
 //! relative to the crate's `src/`, or to the crate itself for `build.rs`, `tests/`,
-//! `examples/`, `benches/`, `include/` and `lab-probes/`.
+//! `examples/`, `benches/`, `include/`, `lab-probes/` and `preload/` (the CLI's preload shim).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -67,7 +67,8 @@ fn top_level_modules(krate: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-const CRATE_RELATIVE: [&str; 6] = ["build.rs", "tests/", "examples/", "benches/", "include/", "lab-probes/"];
+const CRATE_RELATIVE: [&str; 7] =
+    ["build.rs", "tests/", "examples/", "benches/", "include/", "lab-probes/", "preload/"];
 
 #[test]
 fn the_code_map_names_every_crate_and_top_level_module_and_nothing_else() {

@@ -4,11 +4,13 @@
 //! determined the command still runs, unchanged, after one warning (issue 34), unless
 //! `--strict`; `--preload` makes `sysconf(_SC_NPROCESSORS_ONLN)`, `get_nprocs()` and Python's
 //! `os.cpu_count()` answer the count, resolves the C library's functions at load time and
-//! passes every other `sysconf` name through. Nothing here depends on timing.
+//! passes every other `sysconf` name through; with no shim beside the executable or
+//! installed, the copy built into the binary is written to a private cache folder and preloaded
+//! from there (what `cargo install` alone gives). Nothing here depends on timing.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher as _, Hasher as _};
-use std::os::unix::fs::DirBuilderExt as _;
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -361,6 +363,66 @@ fn a_missing_preload_library_is_a_clear_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("COTENANT_PRELOAD_LIB=/nonexistent/libcotenant_preload.so is not a file"));
+}
+
+/// What `cargo install` alone gives: a `cotenant` with no shim beside it, none installed in
+/// `../lib/cotenant` and no `COTENANT_PRELOAD_LIB` writes the shim built into it to
+/// `$HOME/.cache/cotenant/preload-<hash>/`, in folders of mode 0700, and preloads it from
+/// there; the next run reuses that file, and a file that is not the built-in shim is rewritten.
+#[test]
+fn the_built_in_shim_is_written_to_a_private_cache_folder_and_preloaded() {
+    // The executable copied alone into PREFIX/bin, as `cargo install --root PREFIX` leaves it.
+    // `cp` writes the copy, not this process: a file this multi-threaded test process had open
+    // for writing could be inherited by a child another test forks, and exec'ing it would then
+    // fail with "text file busy".
+    let prefix = TempDir::new("installed");
+    let bin_dir = prefix.path().join("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    let exe = bin_dir.join("cotenant");
+    let copied = Command::new("cp").arg(bin()).arg(&exe).status().expect("cp runs");
+    assert!(copied.success(), "copying {} failed", bin().display());
+    let home = TempDir::new("home");
+    let run = || {
+        let script = "printf '%s\\n' \"$LD_PRELOAD\"; getconf _NPROCESSORS_ONLN";
+        let mut c = Command::new(&exe);
+        c.args(["run", "--preload", "--", "sh", "-c", script]);
+        for name in SET_BY_RUN {
+            c.env_remove(name);
+        }
+        c.env_remove("COTENANT_PRELOAD_LIB").env_remove("XDG_CACHE_HOME").env("HOME", home.path());
+        // A count the user set is kept by `run` and answered by the shim: 1 whatever the host.
+        c.env("COTENANT_CPUS", "1");
+        let out = c.output().expect("the copied cotenant starts");
+        assert!(out.status.success(), "{:?}: {}", out.status, stderr(&out));
+        let text = stdout(&out);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "LD_PRELOAD and getconf's answer: {text}");
+        assert_eq!(lines[1], "1", "sysconf(_SC_NPROCESSORS_ONLN) answered by the preloaded shim");
+        PathBuf::from(lines[0])
+    };
+
+    let lib = run();
+    let cache = std::fs::canonicalize(home.path()).unwrap().join(".cache");
+    let folder = lib.parent().expect("the library is in a folder");
+    assert_eq!(folder.parent(), Some(cache.join("cotenant").as_path()), "{}", lib.display());
+    let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("preload-") && name.len() == "preload-".len() + 16, "{name}");
+    assert_eq!(lib.file_name().unwrap(), "libcotenant_preload.so");
+    let built_in = std::fs::read(&lib).unwrap();
+    assert!(built_in.starts_with(b"\x7fELF"), "a shared library is written");
+    for dir in [cache.clone(), cache.join("cotenant"), folder.to_path_buf()] {
+        let meta = std::fs::symlink_metadata(&dir).unwrap();
+        assert!(meta.is_dir(), "{} is a real folder", dir.display());
+        assert_eq!(meta.mode() & 0o7777, 0o700, "{} has mode {:o}", dir.display(), meta.mode() & 0o7777);
+    }
+
+    let inode = std::fs::metadata(&lib).unwrap().ino();
+    assert_eq!(run(), lib, "the same file next time");
+    assert_eq!(std::fs::metadata(&lib).unwrap().ino(), inode, "reused, not rewritten");
+
+    std::fs::write(&lib, b"not the built-in shim").unwrap();
+    assert_eq!(run(), lib);
+    assert_eq!(std::fs::read(&lib).unwrap(), built_in, "a changed file is rewritten before use");
 }
 
 /// A C program for the shim: its own `dlsym` (exported with `-rdynamic`, so the shim's

@@ -152,7 +152,7 @@ fn check_chain(top: &Path, cache: &Path, top_is_cache: bool) -> anyhow::Result<(
         let rule = Rule { owners: Owners::UsOrRoot, sticky_may_be_open: i > 0 || !top_is_cache };
         if let Some(problem) = rule.problem(&meta, euid) {
             bail!(
-                "{} {problem}; the lab builds and runs programs under {}, so it refuses a folder \
+                "{} {problem}; cotenant builds or runs programs from {}, so it refuses a folder \
                  another user can change (set XDG_CACHE_HOME to a folder only uid {euid} can write)",
                 dir.display(),
                 cache.display()
@@ -187,7 +187,7 @@ pub fn ensure_private(path: &Path) -> anyhow::Result<()> {
     let rule = Rule { owners: Owners::Us, sticky_may_be_open: false };
     if let Some(problem) = rule.problem(&meta, euid) {
         bail!(
-            "{} {problem}; the lab builds and runs programs there, so it must be a folder only uid \
+            "{} {problem}; cotenant builds or runs programs there, so it must be a folder only uid \
              {euid} can write (remove it to have it made afresh)",
             path.display()
         );

@@ -27,6 +27,11 @@
 //! The queue length is what the caller passes to [`Advisor::poll`]; `None` counts as an empty
 //! queue, so growth then needs the threads to have been busy (`saturated_fraction` of the
 //! target) through the period.
+//!
+//! **Systems other than Linux.** There are no host counters to read there (the sampler reads
+//! `/proc`), so every poll takes step 3: the advice is every thread, and each reading that
+//! could not be taken counts in [`Advisor::sample_errors`] ([`Advisor::last_error`] says why).
+//! A runtime that follows the advice then runs as if it had no advisor.
 
 use std::fmt;
 use std::fs::File;
@@ -521,6 +526,7 @@ mod tests {
         assert_eq!((advisor.poll(None), advisor.decisions(), advisor.sample_errors()), (2, 0, 0));
     }
 
+    #[cfg(target_os = "linux")] // `gettid`, and threads listed in /proc
     #[test]
     fn the_threads_of_this_process_are_read_sorted() {
         // A kernel without scheduler statistics has no file, or prints `0 0 0` even for the

@@ -8,19 +8,27 @@
 //! So a read starts with 1024 bits and doubles the buffer on `EINVAL` up to [`MAX_MASK_BITS`]
 //! (what glibc's `CPU_ALLOC` users such as `nproc` do), and a mask to set is as long as its
 //! highest CPU needs (the kernel zero-fills a shorter mask and ignores bits past its CPUs).
-//! The raw system calls are used, because glibc's wrappers are typed for `cpu_set_t`.
+//! The raw system calls are used (`crate::sys`), because glibc's wrappers are typed for
+//! `cpu_set_t`.
 //!
 //! The layout is the kernel's: CPU `i` is bit `i % WORD_BITS` of word `i / WORD_BITS`, in
 //! words of an `unsigned long`. Packing CPU ids into words and back is pure ([`pack`],
 //! [`unpack`]) and tested beyond 1024 CPUs.
+//!
+//! On systems other than Linux (`crate::sys`'s fallback) a thread has no mask cotenant can read
+//! or set: every read and every pin fails with an `Unsupported` error that says so. The CPU
+//! count then comes from `std::thread::available_parallelism`, and a pool that asked for pinned
+//! workers runs them unpinned and reports it (`Metrics::degradations`).
 
 // Under loom only the CPU count reads a mask: the pool's placement and host tokens are not built.
 #![cfg_attr(loom, allow(dead_code))]
 
 use std::io;
 
+use crate::sys;
+
 /// One word of a mask, as the kernel lays it out (`unsigned long`).
-type Word = libc::c_ulong;
+type Word = sys::MaskWord;
 const WORD_BITS: usize = Word::BITS as usize;
 const WORD_BYTES: usize = std::mem::size_of::<Word>();
 
@@ -44,26 +52,25 @@ impl Mask {
         let mut bits = FIRST_MASK_BITS;
         loop {
             let mut words: Vec<Word> = vec![0; bits / WORD_BITS];
-            // SAFETY: pid 0 is the calling thread; the kernel writes at most
-            // `words.len() * WORD_BYTES` bytes into `words`, which holds that many.
-            let written = unsafe {
-                libc::syscall(libc::SYS_sched_getaffinity, 0, words.len() * WORD_BYTES, words.as_mut_ptr())
+            let error = match sys::get_thread_affinity(&mut words) {
+                Ok(written) => {
+                    // The kernel returns the size of its mask in bytes; the words after it are
+                    // still zero.
+                    words.truncate(written.div_ceil(WORD_BYTES));
+                    return Ok(Mask { words });
+                }
+                Err(error) => error,
             };
-            if written >= 0 {
-                // The kernel returns the size of its mask in bytes; the words after it are
-                // still zero.
-                words.truncate((written as usize).div_ceil(WORD_BYTES));
-                return Ok(Mask { words });
-            }
-            let error = io::Error::last_os_error();
-            let Some(more) = grown(bits, error.raw_os_error()) else {
-                return Err(match error.raw_os_error() {
+            let too_small = sys::mask_too_small(&error);
+            let Some(more) = grown(bits, too_small) else {
+                return Err(if too_small {
                     // Even the largest buffer is smaller than the kernel's mask.
-                    Some(libc::EINVAL) => io::Error::new(
+                    io::Error::new(
                         error.kind(),
                         format!("{error} (with a buffer of {bits} CPUs, the most cotenant reads)"),
-                    ),
-                    _ => error,
+                    )
+                } else {
+                    error
                 });
             };
             bits = more;
@@ -85,15 +92,7 @@ impl Mask {
     /// Makes this the calling thread's mask (`sched_setaffinity(2)`). Allocates nothing, so a
     /// mask built before a `fork` may be applied in the child before it calls `exec`.
     pub(crate) fn apply_to_current_thread(&self) -> io::Result<()> {
-        // SAFETY: pid 0 is the calling thread; the kernel reads at most
-        // `self.words.len() * WORD_BYTES` bytes of `self.words`, which holds that many.
-        let result = unsafe {
-            libc::syscall(libc::SYS_sched_setaffinity, 0, self.words.len() * WORD_BYTES, self.words.as_ptr())
-        };
-        if result != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        sys::set_thread_affinity(&self.words)
     }
 }
 
@@ -141,11 +140,11 @@ pub(crate) fn unpack(words: &[Word]) -> Vec<u32> {
     cpus
 }
 
-/// The buffer (in CPUs) to try after `sched_getaffinity(2)` failed with `errno` on one of
-/// `bits`: twice as large on `EINVAL` (the kernel's mask is larger), up to [`MAX_MASK_BITS`];
-/// `None`: give up with the error.
-fn grown(bits: usize, errno: Option<i32>) -> Option<usize> {
-    (errno == Some(libc::EINVAL) && bits < MAX_MASK_BITS).then(|| (bits * 2).min(MAX_MASK_BITS))
+/// The buffer (in CPUs) to try after `sched_getaffinity(2)` failed on one of `bits`: twice as
+/// large when the failure says the kernel's mask is larger (`too_small`: `EINVAL`), up to
+/// [`MAX_MASK_BITS`]; `None`: give up with the error.
+fn grown(bits: usize, too_small: bool) -> Option<usize> {
+    (too_small && bits < MAX_MASK_BITS).then(|| (bits * 2).min(MAX_MASK_BITS))
 }
 
 #[cfg(all(test, not(loom)))]
@@ -180,13 +179,21 @@ mod tests {
 
     #[test]
     fn a_read_grows_its_buffer_only_while_the_kernel_says_it_is_too_small() {
-        assert_eq!(grown(1024, Some(libc::EINVAL)), Some(2048));
-        assert_eq!(grown(MAX_MASK_BITS / 2 + 64, Some(libc::EINVAL)), Some(MAX_MASK_BITS));
-        assert_eq!(grown(MAX_MASK_BITS, Some(libc::EINVAL)), None, "capped");
-        assert_eq!(grown(1024, Some(libc::EPERM)), None, "another error is the answer");
-        assert_eq!(grown(1024, None), None);
+        assert_eq!(grown(1024, true), Some(2048));
+        assert_eq!(grown(MAX_MASK_BITS / 2 + 64, true), Some(MAX_MASK_BITS));
+        assert_eq!(grown(MAX_MASK_BITS, true), None, "capped");
+        assert_eq!(grown(1024, false), None, "another error is the answer");
     }
 
+    #[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
+    #[test]
+    fn einval_and_only_einval_says_the_buffer_is_too_small() {
+        assert!(sys::mask_too_small(&io::Error::from_raw_os_error(libc::EINVAL)));
+        assert!(!sys::mask_too_small(&io::Error::from_raw_os_error(libc::EPERM)));
+        assert!(!sys::mask_too_small(&io::Error::other("no errno")));
+    }
+
+    #[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
     #[test]
     fn the_calling_thread_is_pinned_and_given_its_mask_back() {
         // Runs on a thread of its own: the test harness's threads keep their masks.
@@ -203,5 +210,20 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// The fallback for systems other than Linux: no mask is read or set, and the error says
+    /// why rather than passing for an empty mask.
+    #[cfg(any(not(target_os = "linux"), cotenant_force_fallback))]
+    #[test]
+    fn without_linux_no_mask_is_read_or_set_and_the_error_says_why() {
+        let e = Mask::of_current_thread().unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
+        assert!(e.to_string().contains("needs Linux"), "{e}");
+        let e = current_thread_cpus().unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
+        let e = pin_current_thread(0).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
+        assert!(e.to_string().contains("sched_setaffinity"), "{e}");
     }
 }

@@ -1,7 +1,8 @@
-//! Pool health alerts (issue 9 item 4, seed 002 "Measuring Thread Pool Health"): pure, fed
-//! with timestamped [`Metrics`] snapshots, so that every alert is tested on recorded sequences.
+//! Pool health alerts (the section "Measuring Thread Pool Health" of the contention-cliff
+//! chapter, "Thread Pool Sizing and the Contention Cliff"): pure, fed with timestamped
+//! [`Metrics`] snapshots, so that every alert is tested on recorded sequences.
 //!
-//! The seed's four alerts, over a sliding window (`HealthConfig::window`, default 60 s):
+//! The chapter's four alerts, over a sliding window (`HealthConfig::window`, default 60 s):
 //!
 //! | alert | raised when |
 //! |---|---|
@@ -10,12 +11,12 @@
 //! | [`Alert::Rejecting`] | a task was rejected or run by its submitter (a full queue) within the window |
 //! | [`Alert::CompletionFalling`] | completions per second in the newer half of the window < 80 % of the older half's, while tasks wait |
 //!
-//! The last one departs from the seed ("completed tasks growth rate declining") in one way: it
+//! The last one departs from the chapter ("completed tasks growth rate declining") in one way: it
 //! also needs tasks waiting in the queue, because a completion rate that falls with the load
 //! (the evening) is not a regression; one that falls while work waits is.
 //!
 //! [`Health::observe`] returns the transitions, which the pool logs once each via tracing.
-//! `QueueOverload` follows the seed to the letter (one snapshot): an elastic pool that starts
+//! `QueueOverload` follows the chapter to the letter (one snapshot): an elastic pool that starts
 //! small raises it briefly on a burst before it has grown.
 
 use std::collections::VecDeque;
@@ -24,7 +25,7 @@ use std::time::Duration;
 
 use crate::metrics::Metrics;
 
-/// One of the seed's four alerts.
+/// One of the chapter's four alerts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Alert {
@@ -39,7 +40,7 @@ pub enum Alert {
 }
 
 impl Alert {
-    /// Every alert, in the order of the seed.
+    /// Every alert, in the chapter's order.
     pub const ALL: [Alert; 4] =
         [Alert::QueueOverload, Alert::AtCapacity, Alert::Rejecting, Alert::CompletionFalling];
 
@@ -93,7 +94,7 @@ impl Alerts {
         self.0 == 0
     }
 
-    /// The raised alerts, in the seed's order.
+    /// The raised alerts, in the chapter's order.
     pub fn iter(self) -> impl Iterator<Item = Alert> {
         Alert::ALL.into_iter().filter(move |&alert| self.contains(alert))
     }
@@ -127,7 +128,7 @@ pub struct Transition {
     pub raised: bool,
 }
 
-/// The thresholds (the seed's, by default).
+/// The thresholds (the chapter's, by default).
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct HealthConfig {

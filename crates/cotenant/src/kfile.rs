@@ -2,10 +2,14 @@
 //! kernel regenerates their text on every read from offset 0, so a re-read costs one `pread`
 //! rather than open + read + close (about 10x cheaper, RESULTS.md). A thread's own schedstat
 //! that fails is opened again a second later, not given up on (`ThreadSchedstat`).
+//!
+//! The positional read is `crate::sys::read_at` (`pread` on Unix, `seek_read` on Windows), so
+//! that a copy of a Linux system's files (`cpus::Probe::with_root`) can be read on any system.
+//! Outside Linux there is no schedstat: `ThreadSchedstat::for_current_thread` says so once, as
+//! a failure its callers count and log, and makes no system call.
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -18,7 +22,7 @@ pub(crate) fn read_at_zero(file: &File, buf: &mut Vec<u8>) -> io::Result<()> {
     buf.clear();
     let mut chunk = [0u8; 4096];
     loop {
-        match file.read_at(&mut chunk, buf.len() as u64) {
+        match crate::sys::read_at(file, &mut chunk, buf.len() as u64) {
             Ok(n) => {
                 buf.extend_from_slice(&chunk[..n]);
                 if n < chunk.len() {
@@ -47,7 +51,8 @@ const SCHEDSTAT_RETRY: Duration = Duration::from_secs(1);
 /// under loom.)
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) struct ThreadSchedstat {
-    path: PathBuf,
+    /// `None`: the system has no such file (outside Linux), nothing is ever opened.
+    path: Option<PathBuf>,
     file: Option<File>,
     buf: Vec<u8>,
     /// While the file is closed after a failure: when to open it again.
@@ -62,14 +67,25 @@ pub(crate) struct ThreadSchedstat {
 #[cfg_attr(loom, allow(dead_code))]
 impl ThreadSchedstat {
     /// The calling thread's file, opened at the first reading (`None` readings when the kernel
-    /// lacks `CONFIG_SCHED_INFO`, reported as a failure).
+    /// lacks `CONFIG_SCHED_INFO`, reported as a failure). Outside Linux (`crate::sys`'s
+    /// fallback) there is none: every reading is `None`, and that is reported once, as the
+    /// failure of the first stretch, without a system call.
     pub(crate) fn for_current_thread() -> Self {
+        if crate::sys::FALLBACK {
+            let mut schedstat = ThreadSchedstat::new(None);
+            schedstat.failed(NO_SCHEDSTAT.to_owned());
+            return schedstat;
+        }
         ThreadSchedstat::at("/proc/thread-self/schedstat")
     }
 
     fn at(path: impl Into<PathBuf>) -> Self {
+        ThreadSchedstat::new(Some(path.into()))
+    }
+
+    fn new(path: Option<PathBuf>) -> Self {
         ThreadSchedstat {
-            path: path.into(),
+            path,
             file: None,
             buf: Vec::with_capacity(64),
             retry_at: None,
@@ -86,16 +102,21 @@ impl ThreadSchedstat {
             if self.retry_at.is_some_and(|at| Instant::now() < at) {
                 return None;
             }
-            match File::open(&self.path) {
+            let opened = match &self.path {
+                // No such file on this system: reported once by `for_current_thread`.
+                None => return None,
+                Some(path) => File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display())),
+            };
+            match opened {
                 Ok(file) => self.file = Some(file),
-                Err(e) => {
-                    self.failed(format!("cannot open {}: {e}", self.path.display()));
+                Err(why) => {
+                    self.failed(why);
                     return None;
                 }
             }
         }
-        let file = self.file.as_ref()?;
-        match read_run_delay(file, &self.path, &mut self.buf) {
+        let (Some(file), Some(path)) = (self.file.as_ref(), self.path.as_deref()) else { return None };
+        match read_run_delay(file, path, &mut self.buf) {
             Ok(delay) => {
                 self.failing = false;
                 Some(delay)
@@ -121,6 +142,11 @@ impl ThreadSchedstat {
         }
     }
 }
+
+/// Why a thread's run-queue wait is never read outside Linux.
+#[cfg_attr(loom, allow(dead_code))]
+const NO_SCHEDSTAT: &str = "a thread's run-queue wait needs Linux (/proc/thread-self/schedstat); \
+                            this build of cotenant runs its fallback for other systems";
 
 /// The run-queue wait in the schedstat file `file` (at `path`), or why it cannot be had.
 fn read_run_delay(file: &File, path: &Path, buf: &mut Vec<u8>) -> Result<u64, String> {
@@ -152,7 +178,7 @@ mod tests {
         assert_eq!(schedstat.run_delay_ns(), None, "tried again, failed again");
         assert_eq!(schedstat.take_failure(), None, "one stretch of failures is reported once");
         // Readable again: read again, not turned off for good.
-        schedstat.path = PathBuf::from(OWN);
+        schedstat.path = Some(PathBuf::from(OWN));
         assert!(schedstat.run_delay_ns().is_some(), "read again after the failures");
         assert_eq!(schedstat.take_failure(), None);
         // A read that fails on the open file (text that is not a schedstat): a new stretch,
@@ -171,9 +197,24 @@ mod tests {
         assert_eq!(schedstat.run_delay_ns(), None);
         assert!(schedstat.take_failure().is_some());
         // Even a path that would open now is not tried before the retry.
-        schedstat.path = PathBuf::from("/proc/self/stat");
+        schedstat.path = Some(PathBuf::from("/proc/self/stat"));
         assert_eq!(schedstat.run_delay_ns(), None);
         assert!(schedstat.file.is_none(), "not opened before the retry is due");
         assert_eq!(schedstat.take_failure(), None);
+    }
+
+    /// Outside Linux (`crate::sys`'s fallback): no reading, the reason reported once, and no
+    /// file ever opened.
+    #[cfg(any(not(target_os = "linux"), cotenant_force_fallback))]
+    #[test]
+    fn without_linux_the_run_queue_wait_is_unavailable_and_said_once() {
+        let mut schedstat = ThreadSchedstat::for_current_thread();
+        assert_eq!(schedstat.run_delay_ns(), None);
+        let why = schedstat.take_failure().expect("the reason is reported");
+        assert!(why.contains("needs Linux"), "{why}");
+        schedstat.retry_at = None; // due again: still nothing to open
+        assert_eq!(schedstat.run_delay_ns(), None);
+        assert!(schedstat.file.is_none(), "nothing was opened");
+        assert_eq!(schedstat.take_failure(), None, "said once");
     }
 }

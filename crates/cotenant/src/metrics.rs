@@ -47,7 +47,9 @@ pub struct Metrics {
     pub panicked: u64,
     /// Counter: decisions the controller made (one per period for dynamic policies).
     pub decisions: u64,
-    /// Counter: periods in which sampling failed and the pool fell back to all its workers.
+    /// Counter: periods in which sampling failed and the pool fell back to all its workers
+    /// (every period of a dynamic pool on a system other than Linux, where there is nothing to
+    /// sample: the crate documentation's "Platforms").
     pub sample_errors: u64,
     /// Counter: workers woken beyond the target because a task waited while a CPU was idle
     /// (borrowing, `Policy::adaptive`).
@@ -90,8 +92,8 @@ pub struct Metrics {
     pub elastic: Option<ElasticMetrics>,
     /// The health alerts in force when the snapshot was taken: queue above twice the pool
     /// size, over 95 % of the workers busy for a minute, tasks rejected in the last minute,
-    /// completions falling while tasks wait (seed 002; thresholds and tests in
-    /// [`crate::health`]). The pool logs each alert once when it is raised and once when it
+    /// completions falling while tasks wait (the contention-cliff chapter's alerts; thresholds
+    /// and tests in [`crate::health`]). The pool logs each alert once when it is raised and once when it
     /// clears. The window gets a point every second (or every period, if that is longer) from
     /// the controller of dynamic and elastic pools, and one at every
     /// [`Pool::metrics`](crate::Pool::metrics) call (points less than a second apart replace
@@ -153,7 +155,8 @@ pub enum TokenState {
     /// pool that takes none (elastic, background, with a CPU budget).
     #[default]
     Off,
-    /// The default set was wanted but could not be had (the reason is in the log).
+    /// The default set was wanted but could not be had (the reason is in the log), or the
+    /// system has no host CPU tokens (systems other than Linux; not logged).
     Unavailable,
     /// The default set is open, but nobody else shares it: no token is taken.
     Alone,
@@ -410,7 +413,8 @@ impl fmt::Display for Metrics {
 #[cfg_attr(loom, allow(dead_code))] // the pool's readers of the kernel are not built under loom
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Degradation {
-    /// `sched_getaffinity(2)` failed while a pool was built (`pool/mod.rs`).
+    /// `sched_getaffinity(2)` failed while a pool was built (`pool/mod.rs`), or the system has
+    /// no affinity masks (outside Linux, where a pool that wants them reports this).
     AffinityUnreadable,
     /// The controller could not open or read a worker's schedstat (`pool/control.rs`).
     WorkerSchedstat,

@@ -47,6 +47,8 @@ pub(crate) mod thread {
     pub(crate) use loom::thread::{yield_now, JoinHandle};
 
     /// Spawns a named thread (loom threads are named too, which helps reading its traces).
+    // Outside loom the pool spawns through `worker::spawn_thread` (it sets `Builder::stack_size`).
+    #[cfg_attr(not(loom), allow(dead_code))]
     pub(crate) fn spawn_named<F>(name: String, f: F) -> std::io::Result<JoinHandle<()>>
     where
         F: FnOnce() + Send + 'static,

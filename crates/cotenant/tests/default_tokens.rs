@@ -4,6 +4,10 @@
 //! process's environment (`COTENANT_TOKENS_SET`, `COTENANT_TOKENS`), which no other test of
 //! this binary may read at the same time.
 
+// Host CPU tokens need Linux (System V semaphores): nothing to test under the fallback for
+// other systems (`tests/fallback.rs` checks the error it gives instead).
+#![cfg(not(cotenant_force_fallback))]
+
 use cotenant::metrics::TokenState;
 use cotenant::tokens::{HostTokens, DEFAULT_SET_ENV, TOKENS_ENV};
 use cotenant::{Policy, Pool};

@@ -57,6 +57,7 @@ fn r34_join_after_a_poll_took_the_result_says_so_instead_of_panicking() {
 
 /// Issue 34: `HostTokens::release` accepted a double release, adding a token to the set.
 #[test]
+#[cfg_attr(cotenant_force_fallback, ignore = "host CPU tokens need Linux (System V semaphores)")]
 fn r34_a_second_release_is_refused_and_adds_no_token() {
     let tokens = HostTokens::private(2).unwrap();
     // Nothing taken yet: nothing to give back.
@@ -84,6 +85,7 @@ fn r34_a_second_release_is_refused_and_adds_no_token() {
 /// The same with the token's CPU lease: the lease of a second give-back is refused, and so is
 /// its token.
 #[test]
+#[cfg_attr(cotenant_force_fallback, ignore = "host CPU tokens need Linux (System V semaphores)")]
 fn r34_a_second_release_with_a_lease_gives_back_neither_again() {
     let tokens = HostTokens::private(1).unwrap();
     if tokens.leases() == 0 {
@@ -105,6 +107,7 @@ fn r34_a_second_release_with_a_lease_gives_back_neither_again() {
 /// metrics, for people and for Prometheus; a pinned pool whose CPU mask was read reports none.
 /// (No host tokens and a fixed policy: nothing here reads schedstat, which a kernel may lack.)
 #[test]
+#[cfg_attr(cotenant_force_fallback, ignore = "pinning needs Linux (sched_setaffinity)")]
 fn r34_degradations_are_a_metric_and_a_healthy_pinned_pool_has_none() {
     let pool = Pool::builder()
         .policy(Policy::fixed(1))

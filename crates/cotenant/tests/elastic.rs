@@ -74,6 +74,7 @@ fn grows_under_blocking_work_then_retires_threads_and_loses_nothing() {
 }
 
 #[test]
+#[cfg_attr(cotenant_force_fallback, ignore = "needs Linux's run-queue wait")]
 fn cpu_bound_work_gets_no_more_threads_than_cpus() {
     let cpus = cotenant::cpus::detect().map(|b| b.allowed_cpus() as usize).unwrap_or(1);
     let pool = Pool::builder().elastic(1, 64).build().unwrap();

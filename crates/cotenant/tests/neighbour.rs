@@ -14,6 +14,10 @@
 //!
 //! Alone in its own test binary: nothing else of ours runs while it measures.
 
+// The host sampler reads Linux's /proc: under the fallback for other systems a pool keeps
+// every worker (`tests/fallback.rs`), and there is no neighbour to follow.
+#![cfg(not(cotenant_force_fallback))]
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -398,6 +398,7 @@ fn my_affinity() -> Vec<u32> {
 }
 
 #[test]
+#[cfg_attr(cotenant_force_fallback, ignore = "pinning needs Linux (sched_setaffinity)")]
 fn pinned_workers_each_run_on_their_own_allowed_cpu() {
     let allowed = my_affinity();
     let threads = allowed.len() + 1; // one more than the CPUs: round robin
@@ -508,6 +509,7 @@ fn a_task_joining_tasks_of_its_own_pool_runs_them_when_no_other_worker_may() {
 }
 
 #[test]
+#[cfg_attr(cotenant_force_fallback, ignore = "no controller decisions without Linux's /proc")]
 fn pools_built_while_the_controller_exits_are_always_controlled() {
     // Each pool is dropped as soon as its controller decided once, so the control thread
     // finds the registry empty and exits again and again while the next pool registers.

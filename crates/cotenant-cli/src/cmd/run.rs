@@ -17,20 +17,17 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitCode};
 
 use anyhow::Context as _;
 use cotenant::cpus::{self, Probe};
 
+use super::preload;
 use crate::args::{CountArgs, EnvArgs, RunArgs};
 use crate::exit;
 use crate::usage::{self, UsageError};
 
-/// Overrides where `--preload` looks for the shim.
-pub const PRELOAD_LIB_VAR: &str = "COTENANT_PRELOAD_LIB";
-/// The shim's file name (built by `cargo build -p cotenant-preload`).
-pub const PRELOAD_LIB: &str = "libcotenant_preload.so";
 const JAVA_OPTIONS: &str = "JAVA_TOOL_OPTIONS";
 const JAVA_FLAG: &str = "-XX:ActiveProcessorCount=";
 
@@ -152,35 +149,6 @@ fn ld_preload(lib: &Path, existing: Option<OsString>) -> Action {
     Action::Set(v)
 }
 
-/// Finds the preload shim: `$COTENANT_PRELOAD_LIB`, else next to this executable, else in
-/// `../lib` or `../lib/cotenant` from it. The error lists where it looked.
-pub fn find_preload_lib(exe: &Path, override_path: Option<OsString>) -> anyhow::Result<PathBuf> {
-    if let Some(path) = override_path {
-        let path = PathBuf::from(path);
-        anyhow::ensure!(path.is_file(), "--preload: {PRELOAD_LIB_VAR}={} is not a file", path.display());
-        return absolute(&path);
-    }
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    let candidates = [
-        dir.join(PRELOAD_LIB),
-        dir.join("../lib").join(PRELOAD_LIB),
-        dir.join("../lib/cotenant").join(PRELOAD_LIB),
-    ];
-    match candidates.iter().find(|p| p.is_file()) {
-        Some(found) => absolute(found),
-        None => anyhow::bail!(
-            "--preload: cannot find {PRELOAD_LIB} (looked in {}); build it with \
-             `cargo build --release -p cotenant-preload` or set {PRELOAD_LIB_VAR}",
-            candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-        ),
-    }
-}
-
-/// An absolute, normalised path: `LD_PRELOAD` is read in the command's working directory.
-fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
-    std::fs::canonicalize(path).with_context(|| format!("--preload: resolving {}", path.display()))
-}
-
 /// The settings for this process, or, when the count cannot be determined and not
 /// `--strict`, `None` after one warning on stderr: `what` names the subcommand and `fallback`
 /// says what it does instead (e.g. `running sh unchanged`). With `--strict` that is an error.
@@ -207,12 +175,8 @@ fn settings(args: &CountArgs, what: &str, fallback: &str) -> anyhow::Result<Opti
             return Ok(None);
         }
     };
-    let lib = if args.preload {
-        let exe = std::env::current_exe().context("--preload: locating the cotenant executable")?;
-        Some(find_preload_lib(&exe, std::env::var_os(PRELOAD_LIB_VAR))?)
-    } else {
-        None
-    };
+    // Where the shim comes from, the copy built into this executable included: `preload`.
+    let lib = if args.preload { Some(preload::find_for_this_process()?) } else { None };
     Ok(Some(plan(n, |name| std::env::var_os(name), args.force, lib.as_deref())))
 }
 
@@ -292,6 +256,7 @@ pub fn env(args: &EnvArgs) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+    use std::path::PathBuf;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
         let map: HashMap<String, OsString> =
@@ -365,16 +330,5 @@ mod tests {
         assert!(why.contains(&std::io::Error::from_raw_os_error(libc::EACCES).to_string()), "{why}");
         let undetermined = cpus::Error::Undetermined { reason: "no CPU is online".into() };
         assert_eq!(why_undetermined(&undetermined), "no CPU is online");
-    }
-
-    #[test]
-    fn a_missing_shim_is_a_clear_error() {
-        let error = find_preload_lib(Path::new("/nonexistent/bin/cotenant"), None).unwrap_err().to_string();
-        assert!(error.contains("cannot find libcotenant_preload.so"), "{error}");
-        assert!(error.contains("/nonexistent/bin/libcotenant_preload.so"), "{error}");
-        let error = find_preload_lib(Path::new("/x/cotenant"), Some("/nonexistent.so".into()))
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("COTENANT_PRELOAD_LIB=/nonexistent.so is not a file"), "{error}");
     }
 }

@@ -1,7 +1,8 @@
 //! The CPU count a process should really use, and where that number comes from.
 //!
-//! Seed 000 §3 ("Solution 1") asks for one language-independent answer to "how many CPUs may
-//! this process use?". The answer is the smallest of:
+//! The friendlypool paper ("Reducing Tail Latencies Through Environment- and Neighbour-aware
+//! Thread Management", Jeffery, Jensen and Mortier, 2024) asks for one language-independent
+//! answer to "how many CPUs may this process use?". The answer is the smallest of:
 //!
 //! 1. the online CPUs (`/sys/devices/system/cpu/online`);
 //! 2. the cpuset of the process's cgroup (v1 `cpuset.effective_cpus`, v2 `cpuset.cpus.effective`);
@@ -16,6 +17,15 @@
 //!
 //! A missing file or controller makes its source [`Source::Absent`] (recorded, not an error);
 //! a file that exists but cannot be parsed is an [`Error`] naming the file and the text.
+//!
+//! **Systems other than Linux.** There is no `/proc`, `/sys` or cgroup to read there, so
+//! [`detect`] answers with the count of `std::thread::available_parallelism`: its [`Limit`]
+//! has that many online CPUs (numbered `0..n`, read from
+//! [`Origin::Syscall`]`("std::thread::available_parallelism")`), binds on
+//! [`Constraint::Online`], and lists the cpuset, the affinity mask, the quota and the weight as
+//! absent, each saying why ([`Limit::sources`] shows it all). [`detect_pid`] knows only the
+//! calling process there. A [`Probe::with_root`] still reads a copy of a Linux system's files,
+//! on any system. (Linux builds compile this fallback under `--cfg cotenant_force_fallback`.)
 //!
 //! ```no_run
 //! let budget = cotenant::cpus::detect()?;
@@ -38,9 +48,36 @@ pub fn detect() -> Result<Limit, Error> {
     Probe::system().detect()
 }
 
-/// The budget of process `pid`, read through `/proc/<pid>`.
+/// The budget of process `pid`, read through `/proc/<pid>`. On systems other than Linux only
+/// the calling process's is known (another pid is an [`Error::Undetermined`] saying why).
 pub fn detect_pid(pid: u32) -> Result<Limit, Error> {
     Probe::system().detect_pid(pid)
+}
+
+/// How many threads this process should run CPU-bound work on: the CPU limit of [`detect`]
+/// (affinity, cpuset and every CPU quota up to the cgroup root) rounded down
+/// ([`Rounding::Floor`], the default), at least 1. Never fails, like `num_cpus::get()`: when
+/// detection fails it returns what `std::thread::available_parallelism` says, or 1.
+///
+/// A drop-in for `num_cpus::get()` and `available_parallelism()` that counts the CPU quota
+/// (a container limited to 1.5 CPUs on a 64-CPU host gets 1, not 64). It reads the files
+/// again on every call (a few reads; keep the number, or keep a [`Limit`] and
+/// [`refresh`](Limit::refresh) it, where it is asked for often). Use [`detect`] for the reason
+/// behind the number, or another [`Rounding`].
+///
+/// ```
+/// let threads = cotenant::cpus::get();
+/// assert!(threads >= 1);
+/// if let Ok(limit) = cotenant::cpus::detect() {
+///     assert_eq!(threads, limit.threads(cotenant::Rounding::Floor) as usize);
+/// }
+/// ```
+#[must_use]
+pub fn get() -> usize {
+    match detect() {
+        Ok(limit) => (limit.threads(Rounding::default()) as usize).max(1),
+        Err(_) => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+    }
 }
 
 /// How a fractional CPU limit becomes a thread count. Whatever the rounding, the count is at
@@ -84,7 +121,8 @@ impl FromStr for Rounding {
 /// The kinds of constraint that can bind a budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Constraint {
-    /// The online CPUs: nothing else restricts the process.
+    /// The online CPUs: nothing else restricts the process. (On systems other than Linux:
+    /// `std::thread::available_parallelism`'s count, the only source there.)
     Online,
     /// The process's affinity mask (e.g. `taskset`).
     Affinity,
@@ -117,7 +155,8 @@ impl fmt::Display for Constraint {
 pub enum Origin {
     /// A file (as actually opened, so under the probe's root).
     File(PathBuf),
-    /// A system call, e.g. `sched_getaffinity(2)`.
+    /// A system call, e.g. `sched_getaffinity(2)`, or the standard library's
+    /// `std::thread::available_parallelism` (on systems other than Linux).
     Syscall(&'static str),
 }
 

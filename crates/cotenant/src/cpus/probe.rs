@@ -15,6 +15,11 @@
 //! For another process, membership comes from `/proc/<pid>/cgroup` but mounts from *our own*
 //! `/proc/self/mountinfo`: the kernel shows the other process's cgroup paths relative to the
 //! reader's cgroup namespace, and the mount points must be ones the reader can open.
+//!
+//! Outside Linux (`crate::sys`'s fallback) the running system has none of these files: the
+//! system probe answers with `std::thread::available_parallelism` instead (a plan that re-reads
+//! only that count, see [`parallelism_limit`]). A probe with a root still reads the copy of a
+//! Linux system's files under it, on any system.
 
 use super::{derive, hierarchy, hierarchy::CgroupVersion, Error, Limit, Origin, QuotaLevel, Source};
 use crate::procfs::{
@@ -43,7 +48,9 @@ pub struct Probe {
 }
 
 impl Probe {
-    /// The running system: `/proc` and `/sys` as they are.
+    /// The running system: `/proc` and `/sys` as they are. On systems other than Linux, where
+    /// there are none, its budget is `std::thread::available_parallelism`'s count (see the
+    /// [module documentation](super), "Systems other than Linux").
     pub fn system() -> Self {
         Probe { root: PathBuf::from("/") }
     }
@@ -75,6 +82,9 @@ impl Probe {
     }
 
     fn detect_target(&self, pid: Option<u32>) -> Result<Limit, Error> {
+        if crate::sys::FALLBACK && self.is_system() {
+            return parallelism_limit(pid);
+        }
         let proc_dir = match pid {
             None => self.path("/proc/self"),
             Some(pid) => {
@@ -137,7 +147,7 @@ impl Probe {
         };
 
         let plan = Plan {
-            online: Handle::open(self.path("/sys/devices/system/cpu/online"))?,
+            online: OnlineFrom::File(Handle::open(self.path("/sys/devices/system/cpu/online"))?),
             affinity,
             cpuset,
             cpu_version: cpu.as_ref().ok().map(|p| p.version),
@@ -287,17 +297,29 @@ impl Probe {
 /// The files a budget re-reads on refresh, resolved once.
 #[derive(Debug, Clone)]
 pub(super) struct Plan {
-    online: Handle,
+    online: OnlineFrom,
     affinity: AffinityFrom,
     cpuset: Result<CpusetFile, String>,
     cpu_version: Option<CgroupVersion>,
     quota_levels: Vec<LevelFiles>,
 }
 
+/// Where the online CPUs are read from.
+#[derive(Debug, Clone)]
+enum OnlineFrom {
+    /// `/sys/devices/system/cpu/online`.
+    File(Handle),
+    /// `std::thread::available_parallelism`'s count, as CPUs `0..n` (the fallback of systems
+    /// other than Linux, where no file is read).
+    Parallelism,
+}
+
 #[derive(Debug, Clone)]
 enum AffinityFrom {
     Syscall,
     Status(Handle),
+    /// Not read, for this reason (the fallback of systems other than Linux).
+    Unread(String),
 }
 
 #[derive(Debug, Clone)]
@@ -325,7 +347,10 @@ pub(super) struct Limits {
 
 impl Plan {
     pub(super) fn read_limits(&self) -> Result<Limits, Error> {
-        let online = read_source(&self.online, cpulist::parse)?;
+        let online = match &self.online {
+            OnlineFrom::File(file) => read_source(file, cpulist::parse)?,
+            OnlineFrom::Parallelism => parallelism_source()?,
+        };
         let affinity = match &self.affinity {
             AffinityFrom::Syscall => match own_affinity() {
                 Ok(set) => Source::Present { origin: Origin::Syscall("sched_getaffinity(2)"), value: set },
@@ -338,6 +363,7 @@ impl Plan {
                 }
                 Source::Absent { reason } => Source::Absent { reason },
             },
+            AffinityFrom::Unread(reason) => absent(reason),
         };
         let cpuset = match &self.cpuset {
             Ok(c) => read_source(&c.file, cpulist::parse)?,
@@ -356,10 +382,23 @@ impl Plan {
         }
     }
 
+    /// The plan of the fallback for systems other than Linux: the online CPUs are
+    /// `std::thread::available_parallelism`'s count, every other source is absent with the
+    /// reason.
+    fn parallelism() -> Self {
+        Plan {
+            online: OnlineFrom::Parallelism,
+            affinity: AffinityFrom::Unread(fallback_reason("thread affinity masks are")),
+            cpuset: Err(fallback_reason("cgroup cpusets are")),
+            cpu_version: None,
+            quota_levels: Vec::new(),
+        }
+    }
+
     #[cfg(test)]
     pub(super) fn empty_for_tests() -> Self {
         Plan {
-            online: Handle { path: PathBuf::new(), file: Err(String::new()) },
+            online: OnlineFrom::File(Handle { path: PathBuf::new(), file: Err(String::new()) }),
             affinity: AffinityFrom::Syscall,
             cpuset: Err(String::new()),
             cpu_version: None,
@@ -444,7 +483,7 @@ fn missing_reason(path: &Path, e: &io::Error) -> Option<String> {
             Some(format!("{} is not readable (permission denied)", path.display()))
         }
         // ENODEV: the cgroup was removed after the file was opened.
-        _ if e.raw_os_error() == Some(libc::ENODEV) => Some(format!("{} disappeared", path.display())),
+        _ if crate::sys::file_vanished(e) => Some(format!("{} disappeared", path.display())),
         _ => None,
     }
 }
@@ -493,4 +532,59 @@ fn own_affinity() -> io::Result<CpuSet> {
     let mut set = CpuSet::new();
     crate::affinity::current_thread_cpus()?.into_iter().for_each(|cpu| set.insert(cpu));
     Ok(set)
+}
+
+/// Where the fallback's count comes from, as its origin and in its reasons.
+const PARALLELISM: &str = "std::thread::available_parallelism";
+
+/// Why a source is absent in the fallback for systems other than Linux: `what` ("cgroup
+/// cpusets are") is read on Linux only.
+fn fallback_reason(what: &str) -> String {
+    format!(
+        "not read: {what} read on Linux only, and this build of cotenant runs its fallback for other \
+         systems (the CPU count is {PARALLELISM})"
+    )
+}
+
+/// The online CPUs of the fallback: `std::thread::available_parallelism`'s count `n`, as CPUs
+/// `0..n` (the ids are only a numbering: the standard library gives a count).
+fn parallelism_source() -> Result<Source<CpuSet>, Error> {
+    let count =
+        std::thread::available_parallelism().map_err(|error| Error::Syscall { name: PARALLELISM, error })?;
+    // Bounded as a mask is (`affinity::MAX_MASK_BITS`): no real count comes near it, and a
+    // CPU set is a bitmap.
+    let count = count.get().min(crate::affinity::MAX_MASK_BITS);
+    let mut set = CpuSet::new();
+    (0..count as u32).for_each(|cpu| set.insert(cpu));
+    Ok(Source::Present { origin: Origin::Syscall(PARALLELISM), value: set })
+}
+
+/// The calling process's [`Limit`] on systems other than Linux (`crate::sys`'s fallback), where
+/// the system probe reads no file: the online CPUs are `std::thread::available_parallelism`'s
+/// count and bind; the cpuset, the affinity mask, the quota and the weight are absent, each
+/// saying why. Another process's count (`pid` not this process's) is not known there: an
+/// error says so.
+fn parallelism_limit(pid: Option<u32>) -> Result<Limit, Error> {
+    if let Some(pid) = pid.filter(|&pid| pid != std::process::id()) {
+        return Err(Error::Undetermined {
+            reason: format!(
+                "the CPU count of process {pid} is unknown: cotenant reads another process's CPUs from \
+                 Linux's /proc, and this build runs its fallback for other systems (it knows only its \
+                 own count, from {PARALLELISM})"
+            ),
+        });
+    }
+    let plan = Plan::parallelism();
+    let limits = plan.read_limits()?;
+    let derived = derive(&limits.online, &limits.cpuset, &limits.affinity, &limits.quotas)?;
+    Ok(Limit {
+        plan,
+        online: limits.online,
+        affinity: limits.affinity,
+        cpuset: limits.cpuset,
+        quotas: Vec::new(),
+        quota_absent: Some(fallback_reason("cgroup CPU quotas are")),
+        weight: Source::Absent { reason: fallback_reason("cgroup CPU weights are") },
+        derived,
+    })
 }

@@ -13,10 +13,12 @@ use super::worker::{self, WorkerStats};
 #[cfg(not(loom))]
 use super::{budget, control, elastic, host_tokens};
 use super::{default_period, BuildError, Builder, Placement, Pool, Shared, MAX_PERIOD, MIN_PERIOD};
+#[cfg(loom)]
+use crate::sync::thread;
 use crate::sync::Arc;
 #[cfg(not(loom))]
 use crate::sync::Ordering;
-use crate::sync::{lock, thread, AtomicBool, AtomicU64, AtomicUsize, CachePadded, Condvar, Mutex};
+use crate::sync::{lock, AtomicBool, AtomicU64, AtomicUsize, CachePadded, Condvar, Mutex};
 
 impl Builder {
     /// Starts the threads (and registers with the controller unless the policy is fixed).
@@ -109,6 +111,11 @@ impl Builder {
         if self.name.contains('\0') {
             return invalid("name must not contain a NUL byte".into());
         }
+        if self.stack_size == Some(0) {
+            return invalid(
+                "stack_size must be at least 1 byte, got 0 (leave it unset for the default)".into(),
+            );
+        }
         #[cfg(not(loom))]
         let budget = match self.cpu_budget {
             None => None,
@@ -193,6 +200,18 @@ impl Builder {
             health: std::sync::Mutex::new(crate::health::Health::new(Default::default())),
             #[cfg(not(loom))]
             health_at_ns: AtomicU64::new(0),
+            hooks: self.hooks.clone(),
+            stack_size: self.stack_size,
+            #[cfg(not(loom))]
+            accepted: std::sync::atomic::AtomicU64::new(0),
+            #[cfg(not(loom))]
+            dropped: std::sync::atomic::AtomicU64::new(0),
+            #[cfg(not(loom))]
+            idle_waiters: std::sync::atomic::AtomicUsize::new(0),
+            #[cfg(not(loom))]
+            idle_lock: std::sync::Mutex::new(()),
+            #[cfg(not(loom))]
+            idle_changed: std::sync::Condvar::new(),
         });
         let started = if self.elastic.is_some() { started } else { threads };
         let allowed = if self.pin_workers { mask_cpus } else { Vec::new() };
@@ -205,13 +224,19 @@ impl Builder {
             let request =
                 placement::Request { cpu: placement::cpu_for(index, &allowed), background: self.background };
             let placed_tx = placed_tx.clone();
-            match thread::spawn_named(format!("{}-{index}", self.name), move || {
+            let body = move || {
                 if placing {
                     let _ = placed_tx.send(placement::apply(index, &request));
                 }
                 drop(placed_tx);
                 worker::run(worker_shared, index)
-            }) {
+            };
+            let name = format!("{}-{index}", self.name);
+            #[cfg(not(loom))]
+            let spawned = worker::spawn_thread(name, self.stack_size, body);
+            #[cfg(loom)]
+            let spawned = thread::spawn_named(name, body);
+            match spawned {
                 Ok(handle) => handles.push(handle),
                 Err(error) => {
                     *lock(&shared.live) -= started - index;

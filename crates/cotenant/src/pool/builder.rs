@@ -1,6 +1,8 @@
 //! [`Builder`]: a pool's settings, their defaults and limits, and the setters; `build.rs`
 //! checks them and starts the pool.
 
+use std::any::Any;
+use std::fmt;
 use std::time::Duration;
 
 #[cfg(not(loom))]
@@ -67,6 +69,34 @@ pub struct Builder {
     /// `host_tokens_off`: no default set.
     #[cfg(not(loom))]
     pub(super) host_tokens_off: bool,
+    pub(super) stack_size: Option<usize>,
+    pub(super) hooks: Hooks,
+}
+
+/// A hook run on each worker thread as it starts or stops (`Builder::on_thread_start`).
+pub(crate) type ThreadHook = dyn Fn() + Send + Sync;
+
+/// What receives the panic of a task nobody holds a handle to (`Builder::panic_handler`).
+pub(crate) type PanicHandler = dyn Fn(Box<dyn Any + Send>) + Send + Sync;
+
+/// The user's code the pool calls besides tasks. `std::sync::Arc` even under loom: these are
+/// plain shared closures, not part of any model.
+#[derive(Clone, Default)]
+pub(crate) struct Hooks {
+    pub(crate) start: Option<std::sync::Arc<ThreadHook>>,
+    pub(crate) stop: Option<std::sync::Arc<ThreadHook>>,
+    pub(crate) panic: Option<std::sync::Arc<PanicHandler>>,
+}
+
+// By hand: closures have no `Debug`; say which hooks are set.
+impl fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hooks")
+            .field("on_thread_start", &self.start.is_some())
+            .field("on_thread_stop", &self.stop.is_some())
+            .field("panic_handler", &self.panic.is_some())
+            .finish()
+    }
 }
 
 impl Default for Builder {
@@ -93,6 +123,8 @@ impl Default for Builder {
             host_tokens_size_to_neighbours: false,
             #[cfg(not(loom))]
             host_tokens_off: false,
+            stack_size: None,
+            hooks: Hooks::default(),
         }
     }
 }
@@ -138,10 +170,129 @@ impl Builder {
         self
     }
 
+    /// The stack size of each worker thread, in bytes (also of the threads an elastic pool
+    /// starts later), as `std::thread::Builder::stack_size` and rayon's `stack_size` set it:
+    /// for tasks that recurse deeply or keep large arrays on the stack. The system raises a
+    /// size below its minimum to that minimum. 0 is refused by `build`. Default: the standard
+    /// library's (2 MiB, or `RUST_MIN_STACK`).
+    ///
+    /// ```
+    /// let pool = cotenant::Pool::builder()
+    ///     .policy(cotenant::Policy::fixed(1))
+    ///     .stack_size(32 << 20)
+    ///     .build()
+    ///     .unwrap();
+    /// fn depth(n: u64) -> u64 {
+    ///     // 512 bytes of array a level: 2.5 MiB for 5 000 levels, more than the default stack.
+    ///     let frame = [n; 64];
+    ///     if n == 0 { 0 } else { 1 + depth(std::hint::black_box(frame)[0] - 1) }
+    /// }
+    /// assert_eq!(pool.spawn(|| depth(5_000)).join().unwrap(), 5_000);
+    /// let refused = cotenant::Pool::builder().stack_size(0).build().unwrap_err();
+    /// assert!(refused.to_string().contains("stack_size"), "{refused}");
+    /// ```
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Calls `hook` on each worker thread as it starts, before it runs any task: to set a
+    /// thread-local, register the thread with a profiler, or name it elsewhere. Also on the
+    /// threads an elastic pool starts later. A second call replaces the first hook.
+    ///
+    /// A panic in the hook goes to the [`panic_handler`](Builder::panic_handler) if there is
+    /// one, and is logged; the worker then runs as usual. Default: none.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// let (started, stopped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    /// let pool = cotenant::Pool::builder()
+    ///     .policy(cotenant::Policy::fixed(3))
+    ///     .on_thread_start({
+    ///         let started = started.clone();
+    ///         move || {
+    ///             started.fetch_add(1, Ordering::SeqCst);
+    ///         }
+    ///     })
+    ///     .on_thread_stop({
+    ///         let stopped = stopped.clone();
+    ///         move || {
+    ///             stopped.fetch_add(1, Ordering::SeqCst);
+    ///         }
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// pool.shutdown(); // returns once every worker has run its stop hook
+    /// assert_eq!(started.load(Ordering::SeqCst), 3);
+    /// assert_eq!(stopped.load(Ordering::SeqCst), 3);
+    /// ```
+    pub fn on_thread_start<F>(mut self, hook: F) -> Self
+    where
+        F: Fn() + Send + Sync + 'static,
+    {
+        self.hooks.start = Some(std::sync::Arc::new(hook));
+        self
+    }
+
+    /// Calls `hook` on each worker thread as it leaves the pool, after its last task: at
+    /// shutdown, and when an elastic pool retires the thread. [`Pool::shutdown`] returns only
+    /// after every worker's stop hook has returned (called from a task of the pool: every
+    /// worker's but that task's own, which stops once the task returns). A panic in it is
+    /// handled as in [`on_thread_start`](Builder::on_thread_start). Default: none.
+    ///
+    /// [`Pool::shutdown`]: super::Pool::shutdown
+    pub fn on_thread_stop<F>(mut self, hook: F) -> Self
+    where
+        F: Fn() + Send + Sync + 'static,
+    {
+        self.hooks.stop = Some(std::sync::Arc::new(hook));
+        self
+    }
+
+    /// Receives the panic of each task started with [`Pool::execute`] (whose panic nobody else
+    /// would see: a [`Task`] carries its own panic to whoever joins it, and a scope re-raises
+    /// the panics of its tasks), on the thread that ran the task, as rayon's `panic_handler`
+    /// does. The panic is still caught (the worker survives) and counted in
+    /// [`Metrics::panicked`]. Also receives the panics of the thread hooks. A panic in the
+    /// handler itself is logged and dropped. Default: none (the payload is dropped).
+    ///
+    /// ```
+    /// let (report, reports) = std::sync::mpsc::channel::<String>();
+    /// let pool = cotenant::Pool::builder()
+    ///     .policy(cotenant::Policy::fixed(1))
+    ///     .panic_handler(move |payload| {
+    ///         let message = payload
+    ///             .downcast_ref::<&str>()
+    ///             .map(|text| text.to_string())
+    ///             .or_else(|| payload.downcast_ref::<String>().cloned())
+    ///             .unwrap_or_default();
+    ///         let _ = report.send(message);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// pool.execute(|| panic!("lost in the pool"));
+    /// assert_eq!(reports.recv().unwrap(), "lost in the pool");
+    /// pool.wait_idle();
+    /// assert_eq!(pool.metrics().panicked, 1);
+    /// ```
+    ///
+    /// [`Pool::execute`]: super::Pool::execute
+    /// [`Task`]: super::Task
+    /// [`Metrics::panicked`]: crate::metrics::Metrics::panicked
+    pub fn panic_handler<F>(mut self, handler: F) -> Self
+    where
+        F: Fn(Box<dyn Any + Send>) + Send + Sync + 'static,
+    {
+        self.hooks.panic = Some(std::sync::Arc::new(handler));
+        self
+    }
+
     /// Pin worker `i` to the `i`-th CPU this process may run on (its affinity mask at `build`,
-    /// round robin when there are more workers than CPUs). Seed 003: pinning pays even without
-    /// a neighbour, through warm caches. A binding the kernel refuses is logged and that worker
-    /// runs unpinned; [`Pool::placement`] says which. Default: off.
+    /// round robin when there are more workers than CPUs). Pinning pays even without a
+    /// neighbour, through warm caches (the noisy-neighbour course on cgroups and pinning). A
+    /// binding the kernel refuses is logged and that worker runs unpinned;
+    /// [`Pool::placement`] says which. Default: off.
     ///
     /// [`Pool::placement`]: super::Pool::placement
     pub fn pin_workers(mut self, pin: bool) -> Self {
@@ -169,7 +320,8 @@ impl Builder {
     /// Caps the CPU time the workers use together at `cpus` CPUs' worth per `period`, in user
     /// space (no cgroup, no root): a worker takes a slice of CPU time from a shared budget
     /// before running tasks, charges what its thread CPU clock says it used, and parks until
-    /// the next period when the budget is spent (seed 001 §IV, `docs/cpu-budget.md`).
+    /// the next period when the budget is spent (the slush fund of the CFS throttling paper,
+    /// done in user space: `docs/cpu-budget.md`).
     ///
     /// A running task cannot be interrupted: a slice overruns by up to the rest of the task,
     /// and the overrun is paid from what the previous period left unused (the slush fund),
@@ -206,7 +358,8 @@ impl Builder {
     }
 
     /// An elastic pool for tasks that block (I/O, calls to other services): between `min` and
-    /// `max` threads, sized every period by seed 002's formula, threads = Ncpu × U × (1 + W/C),
+    /// `max` threads, sized every period by the utilisation formula of "Thread Pool Sizing and
+    /// the Contention Cliff", threads = Ncpu × U × (1 + W/C),
     /// with W/C measured on the pool's own tasks (wall time, thread CPU time and run-queue
     /// wait) and Ncpu the CPUs the pool's [`Policy`] allows it now (so it too gives way when
     /// the neighbours are busy). Without a backlog, Little's law (arrival rate × task time)
@@ -281,7 +434,9 @@ impl Builder {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// let tokens = Arc::new(cotenant::tokens::HostTokens::private(2).unwrap());
+    /// // Host tokens need Linux; elsewhere `private` says so and there is nothing to show.
+    /// let Ok(tokens) = cotenant::tokens::HostTokens::private(2) else { return };
+    /// let tokens = Arc::new(tokens);
     /// let pool = cotenant::Pool::builder().host_tokens(tokens.clone()).build().unwrap();
     /// assert_eq!(pool.spawn(|| 6 * 7).join().unwrap(), 42);
     /// pool.shutdown();

@@ -214,7 +214,7 @@ pub(crate) fn spawn_missing(shared: &Arc<Shared>, size: usize) -> Result<usize, 
         let worker_shared = shared.clone();
         let request = super::placement::Request { cpu: None, background: elastic.background };
         let spawned =
-            std::thread::Builder::new().name(format!("{}-{index}", elastic.name)).spawn(move || {
+            super::worker::spawn_thread(format!("{}-{index}", elastic.name), shared.stack_size, move || {
                 if request.background {
                     let _ = super::placement::apply(index, &request); // logs a refusal itself
                 }

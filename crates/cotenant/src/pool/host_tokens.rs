@@ -527,6 +527,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(cotenant_force_fallback, ignore = "needs Linux: the host sampler and System V token sets")]
     fn a_holder_notes_its_run_queue_wait_from_taking_the_token_to_giving_it_back() {
         let name = format!("cotenant-test-holding-wait-{}", std::process::id());
         let _remove = RemoveNamed(name.clone());

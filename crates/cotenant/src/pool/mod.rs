@@ -1,16 +1,18 @@
-//! The friendly pool (seed 000 §5.2, made production-grade): a fixed set of OS threads of
-//! which only the first `target` run tasks; a process-wide controller re-decides the target
-//! every period from what the neighbours and the quota leave us (see [`Policy`]).
+//! The friendly pool (the friendlypool paper's pool, made production-grade): a fixed set of OS
+//! threads of which only the first `target` run tasks; a process-wide controller re-decides the
+//! target every period from what the neighbours and the quota leave us (see [`Policy`]).
 //!
 //! | file | what it owns |
 //! |---|---|
 //! | `mod.rs` | [`Pool`]: submission, metrics, shutdown |
-//! | `error.rs` | the rejection policies ([`Full`]), [`BuildError`], [`TrySpawnError`] |
+//! | `error.rs` | the rejection policies ([`Full`]), [`BuildError`], [`TrySpawnError`], [`JoinTimeoutError`], [`ShutdownTimeout`] |
 //! | `builder.rs` | [`Builder`]: the settings, their defaults and limits |
 //! | `build.rs` | [`Builder::build`]: checking the settings, starting the workers, registering |
 //! | `shared.rs` | the state shared by the pool, its workers and the controller; push, [`Full`], close |
 //! | `snapshot.rs` | that state read into [`Metrics`], and the health alerts' window |
-//! | `task.rs` | [`Task`] (joined, or awaited as a future) and [`JoinError`]: a task's result, panic or cancellation |
+//! | `task.rs` | [`Task`] (joined, polled with `try_join`, awaited as a future) and [`JoinError`]: a task's result, panic or cancellation |
+//! | `scope.rs` | [`Pool::scope`] and [`Scope`]: tasks that borrow from the stack; [`Pool::join`] |
+//! | `idle.rs` | [`Pool::wait_idle`] (idle accounting) and [`Pool::shutdown_timeout`] |
 //! | `queue.rs` | the bounded MPMC queue |
 //! | `roster.rs` | the target, sleeping workers and wake-ups (protocol in `pool/README.md`) |
 //! | `worker.rs` | the worker loop and per-worker counters |
@@ -32,9 +34,13 @@ mod elastic;
 mod error;
 #[cfg(not(loom))]
 mod host_tokens;
+#[cfg(not(loom))]
+mod idle;
 mod placement;
 mod queue;
 mod roster;
+#[cfg(not(loom))]
+mod scope;
 mod shared;
 mod snapshot;
 mod task;
@@ -71,14 +77,21 @@ pub use budget::checkpoint;
 #[cfg(not(loom))]
 pub(crate) use build::affinity_cpus;
 pub use builder::{default_period, Builder, DEFAULT_QUEUE_CAPACITY, MAX_PERIOD, MIN_PERIOD};
-pub use error::{BuildError, Full, TrySpawnError};
+pub use error::{BuildError, Full, JoinTimeoutError, ShutdownTimeout, TrySpawnError};
 pub use placement::{background_current_thread, Background, Placement};
+#[cfg(not(loom))]
+pub use scope::Scope;
 pub use task::{JoinError, Panic, Task};
 
 /// A thread pool that runs only as many workers as its neighbours and its quota leave room for.
 ///
 /// `Pool` is `Send + Sync`: share it behind an `Arc`. Dropping it is a graceful
-/// [`shutdown`](Pool::shutdown): queued tasks run, then the threads are joined.
+/// [`shutdown`](Pool::shutdown): queued tasks run, then the threads are joined
+/// ([`shutdown_timeout`](Pool::shutdown_timeout) waits at most a given time).
+///
+/// Besides `'static` tasks ([`spawn`](Pool::spawn), [`execute`](Pool::execute)), a pool runs
+/// tasks that borrow from the caller's stack ([`scope`](Pool::scope), [`join`](Pool::join)),
+/// and [`wait_idle`](Pool::wait_idle) waits for its tasks without shutting it down.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
@@ -155,8 +168,10 @@ impl Pool {
         }
     }
 
-    /// Queues `f` without a handle. A panic in `f` is caught and counted in
-    /// [`Metrics::panicked`]; a refused task is counted in [`Metrics::rejected`].
+    /// Queues `f` without a handle. A panic in `f` is caught, counted in
+    /// [`Metrics::panicked`] and handed to the pool's
+    /// [`panic_handler`](Builder::panic_handler) if it has one; a refused task is counted in
+    /// [`Metrics::rejected`].
     pub fn execute<F>(&self, f: F)
     where
         F: FnOnce() + Send + 'static,

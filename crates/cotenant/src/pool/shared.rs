@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::borrow::Borrow;
+use super::builder::Hooks;
 use super::queue::Queue;
 use super::roster::Roster;
 use super::task::{Job, Outcome};
@@ -80,6 +81,27 @@ pub(crate) struct Shared {
     pub(super) health: std::sync::Mutex<crate::health::Health>,
     #[cfg(not(loom))]
     pub(super) health_at_ns: AtomicU64,
+    /// The thread hooks and the panic handler (`Builder::on_thread_start`, ...).
+    pub(crate) hooks: Hooks,
+    /// The worker threads' stack size (`Builder::stack_size`), for the threads an elastic pool
+    /// starts after `build` too.
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) stack_size: Option<usize>,
+    /// Idle accounting (`idle.rs`): tasks accepted into the queue (counted before the push, so
+    /// that the count never lags a task a worker could already finish), and tasks that
+    /// `close` dropped unrun; each worker counts the ones it finished in `WorkerStats::finished`.
+    #[cfg(not(loom))]
+    pub(super) accepted: std::sync::atomic::AtomicU64,
+    #[cfg(not(loom))]
+    pub(super) dropped: std::sync::atomic::AtomicU64,
+    /// Threads in `wait_idle` now, and what they wait on: a worker that finishes a task
+    /// notifies only while this is not 0, so that a pool nobody waits on pays one load per task.
+    #[cfg(not(loom))]
+    pub(super) idle_waiters: std::sync::atomic::AtomicUsize,
+    #[cfg(not(loom))]
+    pub(super) idle_lock: std::sync::Mutex<()>,
+    #[cfg(not(loom))]
+    pub(super) idle_changed: std::sync::Condvar,
 }
 
 pub(super) enum Refused {
@@ -152,6 +174,9 @@ impl Shared {
             self.gate.fetch_sub(1, Ordering::SeqCst);
             return Err(Refused::ShutDown(job));
         }
+        // Counted before the push: a worker may pop and finish the task at once (`idle.rs`).
+        #[cfg(not(loom))]
+        self.accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let result = match self.queue.push(job) {
             Ok(()) => {
                 // Pairs with the fences in `Roster::sleep` and `Roster::set_target`.
@@ -169,7 +194,11 @@ impl Shared {
                 }
                 Ok(())
             }
-            Err(job) => Err(Refused::Full(job)),
+            Err(job) => {
+                #[cfg(not(loom))]
+                self.accepted.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                Err(Refused::Full(job))
+            }
         };
         self.gate.fetch_sub(1, Ordering::SeqCst);
         result
@@ -190,19 +219,12 @@ impl Shared {
             // A worker of this pool waiting for room in its own queue could wait forever (it
             // may be the only allowed worker): it runs the task itself instead.
             Full::Block if self.is_own_worker() => {
-                self.caller_ran.fetch_add(1, Ordering::Relaxed);
-                if job.run() == Outcome::Panicked {
-                    self.workers[0].panicked.fetch_add(1, Ordering::Relaxed);
-                }
+                self.run_on_caller(job);
                 Ok(())
             }
             Full::Block => self.push_blocking(job),
             Full::CallerRuns => {
-                self.caller_ran.fetch_add(1, Ordering::Relaxed);
-                // The job resolves its own Task; a panic is caught inside it.
-                if job.run() == Outcome::Panicked {
-                    self.workers[0].panicked.fetch_add(1, Ordering::Relaxed);
-                }
+                self.run_on_caller(job);
                 Ok(())
             }
             Full::Reject => {
@@ -211,6 +233,63 @@ impl Shared {
                 Err(JoinError::Rejected)
             }
         }
+    }
+
+    /// Runs a job the queue had no room for on the submitting thread, counted as the pool's
+    /// (`Metrics::caller_ran`). The job resolves its own Task; a panic is caught inside it.
+    pub(super) fn run_on_caller(&self, job: Job) {
+        self.caller_ran.fetch_add(1, Ordering::Relaxed);
+        if self.run_job(job) {
+            self.workers[0].panicked.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Runs `job`; true if it panicked. The panic of a detached task (`execute`), which nobody
+    /// holds a handle to, goes to the pool's panic handler, if any. A handler that panics in
+    /// turn is logged and survived: the thread running it may be a submitter under
+    /// `Full::CallerRuns`, whose `execute` must not unwind for a task's sake.
+    pub(crate) fn run_job(&self, job: Job) -> bool {
+        match job.run() {
+            Outcome::Completed => false,
+            Outcome::Panicked => true,
+            Outcome::Unhandled(payload) => {
+                if let Some(handler) = &self.hooks.panic {
+                    let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(payload)));
+                    if let Err(again) = handled {
+                        tracing::warn!("cotenant: a pool's panic handler panicked; that panic is dropped");
+                        // Dropping a payload runs user code too; a worker catches what that does.
+                        drop(again);
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    /// Called after each task a worker took from the queue has ended (run, panicked or dropped
+    /// unrun), after its counters: counts it for `wait_idle` and wakes the threads there.
+    pub(crate) fn task_finished(&self, stats: &WorkerStats) {
+        #[cfg(not(loom))]
+        {
+            use std::sync::atomic::Ordering::SeqCst;
+            // SeqCst on both sides (here, and `idle_waiters` then the counters in `idle.rs`):
+            // either this load sees the waiter, or the waiter's read of the counters sees
+            // this task finished.
+            stats.finished.fetch_add(1, SeqCst);
+            if self.idle_waiters.load(SeqCst) != 0 {
+                self.notify_idle_waiters();
+            }
+        }
+        #[cfg(loom)]
+        let _ = stats;
+    }
+
+    /// Wakes every thread in `wait_idle` to check again (under the lock each holds from its
+    /// check to its wait, so none misses it).
+    #[cfg(not(loom))]
+    pub(super) fn notify_idle_waiters(&self) {
+        let _guard = lock(&self.idle_lock);
+        self.idle_changed.notify_all();
     }
 
     /// Waits for room in the queue (`Full::Block`); rejected if the pool closes meanwhile.
@@ -283,6 +362,12 @@ impl Shared {
         if cancel {
             while let Some(job) = self.queue.pop() {
                 drop(job); // resolves its Task as Cancelled
+                #[cfg(not(loom))]
+                self.dropped.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            #[cfg(not(loom))]
+            if self.idle_waiters.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+                self.notify_idle_waiters();
             }
         }
         {

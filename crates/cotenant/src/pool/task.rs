@@ -11,8 +11,10 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
-use crate::sync::{lock, wait, Arc, AtomicBool, Condvar, Mutex, Ordering};
+use super::JoinTimeoutError;
+use crate::sync::{lock, wait, wait_timeout, Arc, AtomicBool, Condvar, Mutex, Ordering};
 use crate::wait::{spin_then_yield, Backoff};
 
 /// Why a [`Task`] has no value.
@@ -151,8 +153,8 @@ struct Slot<T> {
 /// Spin rounds `join` tries before sleeping: round `k` busy-waits `2^k` hints, then a few
 /// yields. A short task resolves within them, and sleeping on a futex and being woken costs
 /// several microseconds, more than the task itself (measured by `pool-bench roundtrip`).
-const JOIN_SPIN_ROUNDS: u32 = 8;
-const JOIN_YIELD_ROUNDS: u32 = 8;
+pub(super) const JOIN_SPIN_ROUNDS: u32 = 8;
+pub(super) const JOIN_YIELD_ROUNDS: u32 = 8;
 
 /// The handle to a spawned task's result.
 ///
@@ -215,6 +217,108 @@ impl<T> Task<T> {
     /// Whether the task has finished (run, panicked or been cancelled), so `join` will not block.
     pub fn is_finished(&self) -> bool {
         !matches!(*lock(&self.slot.state), State::Pending { .. })
+    }
+
+    /// The result if the task has finished, without waiting: `None` while it is queued or
+    /// running (the `Task` stays usable: try again, [`join`](Task::join) or await it).
+    ///
+    /// `Some` hands the result over, as a [`join`](Task::join) or a poll to `Ready` would: a
+    /// later `try_join`, `join` or poll gets [`JoinError::AlreadyTaken`], and so does a
+    /// `try_join` after the task was polled to `Ready` as a future. (The idiom of
+    /// `std::thread::JoinHandle::is_finished` followed by `join`, in one call that cannot race.)
+    ///
+    /// ```
+    /// let pool = cotenant::Pool::builder().policy(cotenant::Policy::fixed(1)).build().unwrap();
+    /// let (release, gate) = std::sync::mpsc::channel::<()>();
+    /// let mut task = pool.spawn(move || gate.recv().map(|()| 7));
+    /// assert!(task.try_join().is_none(), "still waiting for the gate");
+    /// release.send(()).unwrap();
+    /// let value = loop {
+    ///     match task.try_join() {
+    ///         Some(result) => break result.unwrap().unwrap(),
+    ///         None => std::thread::yield_now(), // a real caller does other work here
+    ///     }
+    /// };
+    /// assert_eq!(value, 7);
+    /// assert!(matches!(task.try_join(), Some(Err(cotenant::JoinError::AlreadyTaken))));
+    /// ```
+    #[must_use = "Some(result) hands the result over: a later try_join or join gets AlreadyTaken"]
+    pub fn try_join(&mut self) -> Option<Result<T, JoinError>> {
+        // One atomic load while the task runs: callers poll this in a loop.
+        if !self.slot.resolved.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut state = lock(&self.slot.state);
+        match &*state {
+            State::Pending { .. } => None,
+            State::Done(_) => match std::mem::replace(&mut *state, State::Taken) {
+                State::Done(result) => Some(result),
+                _ => unreachable!("matched Done just above"),
+            },
+            State::Taken => Some(Err(JoinError::AlreadyTaken)),
+        }
+    }
+
+    /// Waits at most `timeout` for the task, and gives the `Task` back if it has not finished
+    /// by then ([`JoinTimeoutError::Timeout`]), so that nothing is lost: wait again, await it,
+    /// or drop it to detach the task (it still runs). A task that finished without a value
+    /// gives [`JoinTimeoutError::Failed`] with the [`JoinError`]. A zero `timeout` only looks.
+    ///
+    /// Called from a task of the same pool, it runs queued tasks meanwhile, as
+    /// [`join`](Task::join) does; it starts no new one after the deadline, but one it started
+    /// before runs to its end, so the call may return later than `timeout` by up to that
+    /// task's length.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cotenant::pool::JoinTimeoutError;
+    /// let pool = cotenant::Pool::builder().policy(cotenant::Policy::fixed(1)).build().unwrap();
+    /// let (release, gate) = std::sync::mpsc::channel::<()>();
+    /// let task = pool.spawn(move || gate.recv().map(|()| "done"));
+    /// let task = match task.join_timeout(Duration::from_millis(1)) {
+    ///     Err(JoinTimeoutError::Timeout(task)) => task, // not finished: the handle comes back
+    ///     other => panic!("the task cannot have finished: {other:?}"),
+    /// };
+    /// release.send(()).unwrap();
+    /// assert_eq!(task.join_timeout(Duration::from_secs(600)).unwrap().unwrap(), "done");
+    /// ```
+    pub fn join_timeout(self, timeout: Duration) -> Result<T, JoinTimeoutError<T>> {
+        // No deadline when `now + timeout` cannot be represented: that is waiting for good.
+        let deadline = Instant::now().checked_add(timeout);
+        #[cfg(not(loom))]
+        super::worker::run_queued_while_waiting(self.slot.pool, &|| {
+            self.slot.resolved.load(Ordering::Acquire)
+                || deadline.is_some_and(|deadline| Instant::now() >= deadline)
+        });
+        let mut state = lock(&self.slot.state);
+        loop {
+            match &mut *state {
+                State::Pending { joiner_waiting, .. } => match deadline {
+                    None => {
+                        *joiner_waiting = true;
+                        state = wait(&self.slot.done, state);
+                    }
+                    Some(deadline) => {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            // Nobody waits any more: spare the resolver a needless notify.
+                            *joiner_waiting = false;
+                            drop(state);
+                            return Err(JoinTimeoutError::Timeout(self));
+                        }
+                        *joiner_waiting = true;
+                        state = wait_timeout(&self.slot.done, state, left);
+                    }
+                },
+                State::Done(_) => {
+                    return match std::mem::replace(&mut *state, State::Taken) {
+                        State::Done(result) => result.map_err(JoinTimeoutError::Failed),
+                        _ => unreachable!("matched Done just above"),
+                    };
+                }
+                State::Taken => return Err(JoinTimeoutError::Failed(JoinError::AlreadyTaken)),
+            }
+        }
     }
 }
 
@@ -315,10 +419,14 @@ pub(crate) fn task_pair_in<T>(pool: usize) -> (Task<T>, Completer<T>) {
 }
 
 /// What a job reports to the worker that ran it, for the pool's counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum Outcome {
     Completed,
+    /// It panicked, and the payload went where its owner looks for it (its `Task`, its scope).
     Panicked,
+    /// A detached task (`Pool::execute`) panicked: nobody holds a handle to it, so the payload
+    /// goes to the pool's panic handler if it has one (`Shared::run_job`), else it is dropped.
+    Unhandled(Box<dyn Any + Send + 'static>),
 }
 
 /// A queued unit of work: a boxed closure that never unwinds (it catches its own panic).
@@ -343,15 +451,23 @@ impl Job {
         }))
     }
 
-    /// A fire-and-forget job: a panic is counted by the pool, its payload dropped.
+    /// A fire-and-forget job: a panic is counted by the pool, and its payload handed to the
+    /// pool's panic handler (`Builder::panic_handler`) or dropped.
     pub(crate) fn detached<F>(f: F) -> Job
     where
         F: FnOnce() + Send + 'static,
     {
         Job(Box::new(move || match catch_unwind(AssertUnwindSafe(f)) {
             Ok(()) => Outcome::Completed,
-            Err(_) => Outcome::Panicked,
+            Err(payload) => Outcome::Unhandled(payload),
         }))
+    }
+
+    /// A job made of a closure that catches its own panics and reports them (scoped tasks,
+    /// `scope.rs`).
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn from_fn(f: impl FnOnce() -> Outcome + Send + 'static) -> Job {
+        Job(Box::new(f))
     }
 
     pub(crate) fn run(self) -> Outcome {
@@ -390,7 +506,7 @@ mod tests {
     fn a_panicking_job_reports_its_message() {
         let (task, completer) = task_pair::<u8>();
         let outcome = Job::with_result(|| -> u8 { panic!("bad {}", 7) }, completer).run();
-        assert_eq!(outcome, Outcome::Panicked);
+        assert!(matches!(outcome, Outcome::Panicked), "{outcome:?}");
         let error = task.join().unwrap_err();
         assert_eq!(error.panic_message(), Some("bad 7"));
         assert_eq!(error.to_string(), "the task panicked: bad 7");

@@ -18,7 +18,7 @@
 use std::time::Instant;
 
 use super::borrow::WORKER_CHECK_INTERVAL;
-use super::task::Outcome;
+use super::builder::ThreadHook;
 use super::Shared;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
 use crate::wait::{spin_then_yield, Backoff};
@@ -38,6 +38,9 @@ const YIELD_ROUNDS: u32 = 6;
 pub(crate) struct WorkerStats {
     pub(crate) completed: AtomicU64,
     pub(crate) panicked: AtomicU64,
+    /// Tasks this worker took from the queue and finished (run, panicked or dropped unrun),
+    /// counted after `completed` and `panicked`: `wait_idle`'s side of the count (`idle.rs`).
+    pub(crate) finished: std::sync::atomic::AtomicU64,
     /// Nanoseconds since the pool's epoch at which the current busy stretch began; 0 when idle.
     busy_since_ns: AtomicU64,
     /// Nanoseconds of finished busy stretches.
@@ -202,13 +205,14 @@ pub(crate) fn run_queued_while_waiting(task_pool: usize, done: &dyn Fn() -> bool
         let Some(job) = shared.queue.pop() else { return };
         shared.after_pop();
         if shared.is_cancelling() {
-            cancel(job, stats);
+            cancel(shared, job, stats);
             continue;
         }
-        if guarded(move || job.run() == Outcome::Panicked) {
+        if guarded(|| shared.run_job(job)) {
             stats.panicked.fetch_add(1, Ordering::Relaxed);
         }
         stats.completed.fetch_add(1, Ordering::Relaxed);
+        shared.task_finished(stats);
     }
 }
 
@@ -228,6 +232,9 @@ impl Drop for ExitGuard<'_> {
         super::budget::leave();
         #[cfg(not(loom))]
         CURRENT_POOL.with(|current| current.set(0));
+        // Before the thread counts as gone, so that `shutdown` returns only after every stop
+        // hook has run; not a worker any more, so the hook's joins and waits help no pool.
+        call_hook(self.0, self.0.hooks.stop.as_deref(), "on_thread_stop");
         // The controller must not read this thread's clock or take back its hold once it is
         // gone (a draining pool stays registered until every worker has exited).
         let stats = &self.0.workers[self.1];
@@ -248,13 +255,65 @@ fn guarded(f: impl FnOnce() -> bool) -> bool {
 
 /// Drops a job `shutdown_now` cancelled, which resolves its Task as Cancelled (dropping the
 /// closure runs user Drops, which may panic: counted, survived).
-fn cancel(job: super::task::Job, stats: &WorkerStats) {
+fn cancel(shared: &Shared, job: super::task::Job, stats: &WorkerStats) {
     if guarded(move || {
         drop(job);
         false
     }) {
         stats.panicked.fetch_add(1, Ordering::Relaxed);
     }
+    shared.task_finished(stats);
+}
+
+/// Runs a thread hook (`Builder::on_thread_start`, `on_thread_stop`) on this worker thread. A
+/// panic in it goes to the pool's panic handler, or is logged: a worker that died of its hook
+/// would strand the tasks behind it.
+fn call_hook(shared: &Shared, hook: Option<&ThreadHook>, which: &str) {
+    let Some(hook) = hook else { return };
+    let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(hook)) else { return };
+    let message = super::Panic::new(payload);
+    tracing::warn!(
+        hook = which,
+        panic = message.message().unwrap_or("<non-string payload>"),
+        "cotenant: a worker thread hook panicked"
+    );
+    if let Some(handler) = &shared.hooks.panic {
+        let payload = message.into_payload();
+        // The handler's own panic, and dropping its payload, must not end the thread either.
+        let _ = guarded(move || {
+            handler(payload);
+            false
+        });
+    }
+}
+
+/// Tasks of `shared`'s pool that run on the calling thread now: none on a thread that is not
+/// one of its workers; on one, the task that called (which must be running on it) and one per
+/// join, scope or `wait_idle` below it that is running a queued task (`HELP_DEPTH`).
+#[cfg(not(loom))]
+pub(crate) fn tasks_running_here(shared: &Shared) -> usize {
+    if !shared.is_own_worker() {
+        return 0;
+    }
+    1 + HELP_DEPTH.with(|depth| depth.get()) as usize
+}
+
+/// Starts a worker thread named `name` with `stack_size` bytes of stack (the standard
+/// library's default when `None`), for `build` and for an elastic pool's controller alike.
+#[cfg(not(loom))]
+pub(crate) fn spawn_thread<F>(
+    name: String,
+    stack_size: Option<usize>,
+    f: F,
+) -> std::io::Result<std::thread::JoinHandle<()>>
+where
+    F: FnOnce() + Send + 'static,
+{
+    let mut builder = std::thread::Builder::new().name(name);
+    if let Some(bytes) = stack_size {
+        builder = builder.stack_size(bytes);
+    }
+    builder.spawn(f)
 }
 
 /// Run-queue wait while holding tokens: `accumulated` over finished holds, plus, when a hold
@@ -276,6 +335,8 @@ pub(crate) fn nanos_since(epoch: Instant) -> u64 {
 pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     let stats = &shared.workers[index];
     let _exit = ExitGuard(&shared, index);
+    // Before the thread is marked as a worker: the hook's joins and waits help no pool.
+    call_hook(&shared, shared.hooks.start.as_deref(), "on_thread_start");
     // Elastic pools measure tasks and retire the workers above the target (`elastic.rs`).
     let elastic = shared.is_elastic();
     #[cfg(not(loom))]
@@ -323,14 +384,14 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 if shared.is_cancelling() {
                     #[cfg(not(loom))]
                     drop(kept.take());
-                    cancel(job, stats);
+                    cancel(&shared, job, stats);
                     continue;
                 }
                 // A budgeted pool's worker needs a slice of CPU time first (`budget.rs`); it
                 // may park here until the refill, and a `shutdown_now` meanwhile cancels the job.
                 #[cfg(not(loom))]
                 if budgeted && !super::budget::acquire() {
-                    cancel(job, stats);
+                    cancel(&shared, job, stats);
                     continue;
                 }
                 // A pool sharing the host's CPU tokens runs a task only while holding one
@@ -349,7 +410,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                             .map(|t| t.take(stats, || shared.is_cancelling()))
                         {
                             Some(super::host_tokens::Take::Cancelled) => {
-                                cancel(job, stats);
+                                cancel(&shared, job, stats);
                                 continue;
                             }
                             Some(super::host_tokens::Take::Held(held)) => Some(held),
@@ -360,7 +421,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 stats.mark_busy(shared.epoch);
                 #[cfg(not(loom))]
                 let mark = meter.as_mut().and_then(|meter| meter.start());
-                if guarded(move || job.run() == Outcome::Panicked) {
+                if guarded(|| shared.run_job(job)) {
                     stats.panicked.fetch_add(1, Ordering::Relaxed);
                 }
                 // Given back after the task, so that a waiting worker of any pool gets it next,
@@ -385,6 +446,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                     super::budget::after_task();
                 }
                 stats.completed.fetch_add(1, Ordering::Relaxed);
+                shared.task_finished(stats);
                 if borrowed {
                     if last_borrow_check.elapsed() >= WORKER_CHECK_INTERVAL {
                         last_borrow_check = Instant::now();

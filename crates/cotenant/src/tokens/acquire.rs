@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::wakeup::WakeUps;
-use super::{error, sembuf, HostTokens, TokensError, SEM_TOKENS, SEM_WAITERS};
+use super::{error, sembuf, Acquired, HostTokens, TokensError, SEM_TOKENS, SEM_WAITERS};
 
 thread_local! {
     /// This thread's last `release` woke a waiter: its next wait yields first.
@@ -27,18 +27,6 @@ impl Drop for Counted<'_> {
             let _ = tokens.uncount_waiter();
         }
     }
-}
-
-/// How [`HostTokens::acquire_or_cancel`] ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Acquired {
-    /// A token is held: give it back with [`HostTokens::release`].
-    Token,
-    /// None came within the limit.
-    TimedOut,
-    /// The caller's check said to stop waiting.
-    Cancelled,
 }
 
 impl HostTokens {

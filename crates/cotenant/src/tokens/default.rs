@@ -11,7 +11,10 @@
 //! here), so the process counts once among the set's members while any default pool lives, and
 //! not at all once the last is gone. Where no set can be had (System V IPC refused by a seccomp
 //! filter or the kernel's limits, a foreign set on the key), the pool runs the plain adaptive
-//! policy; the reason is logged once per process and kept in the pool's metrics.
+//! policy; the reason is logged once per process and kept in the pool's metrics. Outside Linux
+//! (`crate::sys`'s fallback) no set can ever be had: a default pool runs without tokens, its
+//! metrics say `unavailable`, and nothing is logged (it is what the system offers, not a
+//! failure to report).
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -32,7 +35,8 @@ pub(crate) enum DefaultTokens {
     On(Arc<HostTokens>),
     /// Turned off by the environment.
     Off,
-    /// Wanted, but no set could be had (logged once).
+    /// Wanted, but no set could be had (logged once), or none can be on this system (outside
+    /// Linux: not logged).
     Unavailable,
 }
 
@@ -86,6 +90,9 @@ pub(crate) fn for_default_pool() -> DefaultTokens {
             Ok(false) => {}
             Err(why) => warn_once(&format!("{why}; host tokens stay on")),
         }
+    }
+    if crate::sys::FALLBACK {
+        return DefaultTokens::Unavailable;
     }
     let (name, count) = default_set_name();
     let mut cached = DEFAULT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());

@@ -1,32 +1,16 @@
-//! What a set is called and whether a set found on its key is ours: the System V key of a
-//! name, the name check kept in the set, the path of its pipe, and the creator, owner and mode
-//! a trusted set has.
+//! What a set is called and whether a set found on its key is ours: this user's System V key of
+//! a name (hashed by `tokens::key`), the name check kept in the set, the path of its pipe, and
+//! the creator, owner and mode a trusted set has.
 
 use std::io;
 use std::path::PathBuf;
 
 use super::{error, wakeup, TokensError};
 
-/// The System V key of the set `name` for user `uid` (FNV-1a; never `IPC_PRIVATE`, 0).
-#[doc(hidden)] // for cotenant's tests and tools: internal, no stability promise
-pub fn key(name: &str, uid: u32) -> i32 {
-    let mut hash: u32 = 0x811c_9dc5;
-    for byte in format!("cotenant-tokens/{name}/{uid}").bytes() {
-        hash ^= u32::from(byte);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    let key = hash as i32;
-    if key == libc::IPC_PRIVATE {
-        1
-    } else {
-        key
-    }
-}
-
 /// The key of this user's set `name`.
 pub(super) fn user_key(name: &str) -> i32 {
     // SAFETY: getuid cannot fail.
-    key(name, unsafe { libc::getuid() })
+    super::key(name, unsafe { libc::getuid() })
 }
 
 /// The id of the existing set on `name`'s key (`semget` without creating).

@@ -71,54 +71,89 @@
 //! holder gives its lease back before its token, so a holder never finds every lease taken
 //! while there are no more tokens than leases. A set without leases (made by an older
 //! cotenant, or where the kernel's per-set limit is too low for one per CPU) works as before.
+//!
+//! **Other systems.** Host CPU tokens need Linux: System V semaphores with `SEM_UNDO`, a FIFO
+//! woken through `epoll`, `/proc/sysvipc/sem`. Outside Linux (`crate::sys`'s fallback) the
+//! API is the same, so that code using it builds everywhere, but no set can be had:
+//! [`HostTokens::open`], [`HostTokens::open_observer`], [`HostTokens::private`] and the
+//! functions of [`list`] fail with a [`TokensError`] saying "host CPU tokens need Linux (System
+//! V semaphores)", [`HostTokens::exists`] is false, and a default pool runs without tokens
+//! (`Metrics::host_tokens` says `unavailable`, and nothing is logged: it is what the system
+//! offers, not a failure).
 
+// The System V protocol (Linux only): taking and giving back, the keys, the leases, the sets
+// and their pipes, and the listing. Elsewhere `unsupported.rs` has the same API.
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 mod acquire;
 mod default;
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 mod keys;
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 mod lease;
 pub mod list;
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
+mod listing;
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 mod set;
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux", not(cotenant_force_fallback)))]
 mod tests;
+#[cfg(any(not(target_os = "linux"), cotenant_force_fallback))]
+mod unsupported;
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 mod wakeup;
 
-pub use acquire::Acquired;
 pub use default::{default_set_name, DEFAULT_SET_ENV, TOKENS_ENV};
 pub(crate) use default::{for_default_pool, DefaultTokens};
-pub use keys::key;
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux", not(cotenant_force_fallback)))]
 pub(crate) use set::RemoveNamed;
+#[cfg(any(not(target_os = "linux"), cotenant_force_fallback))]
+pub use unsupported::HostTokens;
+#[cfg(all(test, any(not(target_os = "linux"), cotenant_force_fallback)))]
+pub(crate) use unsupported::RemoveNamed;
 
 use std::fmt;
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 use std::io;
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 use std::sync::atomic::AtomicU32;
 
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 use keys::{check_name, foreign_ids, name_check, user_key};
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 use wakeup::WakeUps;
 
 /// The value of the marker semaphore in a set created by cotenant (layout 2: with members and
 /// a name check).
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 const MAGIC: i32 = 0x0c08;
 /// The marker of the first layout (four semaphores, then leases): refused, and listed as such.
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 const OLD_MAGIC: i32 = 0x0c07;
 /// The semaphores of a set: free tokens, marker, count, waiters on the pipe, member processes,
 /// name check.
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 const NSEMS: i32 = 6;
 /// The most CPU leases a set holds (one semaphore each, after the protocol's six); CPUs
 /// beyond get none.
 pub const MAX_LEASES: u32 = 1024;
-const SEM_TOKENS: u16 = 0;
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
+const SEM_TOKENS: u16 = TOKENS_SEMAPHORE;
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 const SEM_MAGIC: u16 = 1;
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 const SEM_COUNT: u16 = 2;
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 const SEM_WAITERS: u16 = 3;
-const SEM_MEMBERS: u16 = 4;
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
+const SEM_MEMBERS: u16 = MEMBERS_SEMAPHORE;
 /// The semaphore counting member processes, for tests that count a forked child as a member
 /// with a raw `semop` (a child of a multi-threaded process may not allocate).
 #[doc(hidden)] // for cotenant's tests: internal, no stability promise
-pub const MEMBERS_SEMAPHORE: u16 = SEM_MEMBERS;
+pub const MEMBERS_SEMAPHORE: u16 = 4;
 /// The semaphore holding the free tokens (as [`MEMBERS_SEMAPHORE`]).
 #[doc(hidden)] // for cotenant's tests: internal, no stability promise
-pub const TOKENS_SEMAPHORE: u16 = SEM_TOKENS;
+pub const TOKENS_SEMAPHORE: u16 = 0;
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 const SEM_NAME: u16 = 5;
 /// The most tokens a set can hold (`SEMVMX`).
 pub const MAX_TOKENS: u32 = 32767;
@@ -130,6 +165,7 @@ pub const MAX_TOKENS: u32 = 32767;
 pub const NO_PIPE_ENV: &str = "COTENANT_TOKENS_NO_PIPE";
 
 /// A host's CPU tokens (see the module documentation).
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 #[derive(Debug)]
 pub struct HostTokens {
     semid: i32,
@@ -167,14 +203,47 @@ impl fmt::Display for TokensError {
 
 impl std::error::Error for TokensError {}
 
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 fn error(what: impl fmt::Display) -> TokensError {
     TokensError(format!("host tokens: {what}"))
 }
 
+/// How [`HostTokens::acquire_or_cancel`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Acquired {
+    /// A token is held: give it back with [`HostTokens::release`].
+    Token,
+    /// None came within the limit.
+    TimedOut,
+    /// The caller's check said to stop waiting.
+    Cancelled,
+}
+
+/// The System V key of the set `name` for user `uid` (FNV-1a; never `IPC_PRIVATE`, 0).
+#[doc(hidden)] // for cotenant's tests and tools: internal, no stability promise
+pub fn key(name: &str, uid: u32) -> i32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in format!("cotenant-tokens/{name}/{uid}").bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    // 0 is `IPC_PRIVATE` (a set nobody else can find), on every system that has the call; a
+    // literal, so that the key (also the default set's name hash) is the same everywhere.
+    let key = hash as i32;
+    if key == 0 {
+        1
+    } else {
+        key
+    }
+}
+
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 fn sembuf(num: u16, op: i16, flags: i32) -> libc::sembuf {
     libc::sembuf { sem_num: num, sem_op: op, sem_flg: flags as i16 }
 }
 
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 impl HostTokens {
     /// One atomic `semop` of `ops` (interrupted: tried again).
     fn raw_semop(&self, ops: &mut [libc::sembuf]) -> io::Result<()> {

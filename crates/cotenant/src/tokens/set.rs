@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::keys::{check_name, existing, fifo_path, foreign, name_check, user_key};
 use super::wakeup::WakeUps;
 use super::{
-    error, list, sembuf, HostTokens, TokensError, MAGIC, MAX_LEASES, MAX_TOKENS, NO_PIPE_ENV, NSEMS,
+    error, listing, sembuf, HostTokens, TokensError, MAGIC, MAX_LEASES, MAX_TOKENS, NO_PIPE_ENV, NSEMS,
     SEM_COUNT, SEM_MAGIC, SEM_MEMBERS, SEM_NAME, SEM_TOKENS, SEM_WAITERS,
 };
 
@@ -97,7 +97,7 @@ impl HostTokens {
             error(format!("initialising set {name:?}: {e}"))
         })?;
         // For `cotenant tokens list`: a key does not tell its name.
-        if let Err(e) = list::write_name(&fifo_path(name), name) {
+        if let Err(e) = listing::write_name(&fifo_path(name), name) {
             tracing::debug!("host tokens: set {name:?}: its name was not recorded ({e})");
         }
         Ok(tokens)
@@ -415,7 +415,7 @@ fn create_set(key: i32, flags: i32) -> io::Result<(i32, u32)> {
 
 fn remove_fifo(name: &str) -> Result<(), TokensError> {
     let path = fifo_path(name);
-    list::remove_name(&path);
+    listing::remove_name(&path);
     WakeUps::remove(&path)
         .map_err(|e| error(format!("set {name:?}: removing its pipe {}: {e}", path.display())))
 }

@@ -1,6 +1,7 @@
 //! The schedule of a waiting thread: spin, then yield, then sleep or park with growing, capped
-//! timeouts (seed 004 §II-B: "spin for a fixed amount of time, then yield for a while, and then
-//! back off to sleep"). Pure: [`Backoff::step`] maps the number of checks so far to what to do
+//! timeouts (the MongoDB tail-latency paper's remedy, "Inducing Huge Tail Latency on a MongoDB
+//! deployment": "spin for a fixed amount of time, then yield for a while, and then back off to
+//! sleep"). Pure: [`Backoff::step`] maps the number of checks so far to what to do
 //! before the next one, so the schedule is unit-tested without a clock.
 
 use std::time::Duration;
@@ -87,7 +88,8 @@ impl Default for Backoff {
 }
 
 impl Backoff {
-    /// WiredTiger's `__wt_spin_backoff`, which seed 004 applied to snapshot creation: 10
+    /// WiredTiger's `__wt_spin_backoff`, which the MongoDB tail-latency paper applied to
+    /// snapshot creation: 10
     /// checks in a row (WiredTiger re-checks at once; here with one pause hint between), then
     /// yields up to the 1000th check, then sleeps of 100 µs, 200 µs, ... capped at 1 ms.
     pub fn wiredtiger() -> Self {
@@ -105,13 +107,13 @@ impl Backoff {
     /// Pure spinning, never giving the CPU back. **Unsafe in user space** whenever the thread
     /// waited for can be preempted (more runnable threads than CPUs, or threads of different
     /// priorities): the spinner burns its whole time slice while the thread it waits for
-    /// cannot run (seed 004). Kept to show that in `cotenant lab spin`.
+    /// cannot run (the MongoDB tail-latency paper). Kept to show that in `cotenant lab spin`.
     pub fn spin() -> Self {
         Backoff { spins: u32::MAX, hints: Hints::Fixed(1), yields: 0, ..Backoff::default() }
     }
 
     /// Yield between checks, forever: gives the CPU away, but a yielding thread stays runnable
-    /// and the scheduler may pick it again at once (seed 004 §II-B).
+    /// and the scheduler may pick it again at once (the MongoDB tail-latency paper).
     pub fn yielding() -> Self {
         Backoff { spins: 0, yields: u32::MAX, ..Backoff::default() }
     }

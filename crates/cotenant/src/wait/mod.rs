@@ -1,6 +1,7 @@
-//! Adaptive waiting (issue 8, seed 004): how a thread waits for a condition another thread will
-//! make true, without the unsafe pure spinning that made WiredTiger's P99.9 rise 2168 % once
-//! its sessions outnumbered the cores and some ran at a higher priority.
+//! Adaptive waiting: how a thread waits for a condition another thread will make true, without
+//! the unsafe pure spinning that made WiredTiger's P99.9 rise 2168 % once its sessions
+//! outnumbered the cores and some ran at a higher priority (the MongoDB tail-latency paper,
+//! "Inducing Huge Tail Latency on a MongoDB deployment", Andreoli and Cucinotta).
 //!
 //! | file | what it owns |
 //! |---|---|
@@ -10,7 +11,8 @@
 //! Pick a strategy by what the thread you wait for can suffer:
 //! - [`Backoff::spin`]: only when every thread involved has a CPU of its own (pinned, no
 //!   overcommitment, equal priorities); otherwise the spinner burns its time slice while the
-//!   thread it waits for cannot run (seed 004 §II-A). `cotenant lab spin` shows the damage.
+//!   thread it waits for cannot run (what the paper measured). `cotenant lab spin` shows the
+//!   damage.
 //! - [`Backoff::wiredtiger`] or [`Backoff::default`]: spin briefly, yield, then sleep with
 //!   growing, capped sleeps: safe for any condition, no notifier needed.
 //! - [`Backoff::parking`] with a [`Signal`] or an [`Event`]: parks until notified; the notifier
@@ -18,6 +20,10 @@
 //!
 //! The pool's idle workers and [`crate::pool::Task::join`] use the busy part of a schedule
 //! before parking on their own protocol.
+//!
+//! Everything here is the standard library (`std::hint::spin_loop`, `yield_now`, `sleep`, and
+//! `Mutex` with `Condvar` for parking, which are futex-backed on Linux), so it works the same on
+//! every system cotenant builds for, the fallback for systems other than Linux included.
 
 mod backoff;
 #[cfg(all(test, loom))]

@@ -49,6 +49,7 @@ fn recorded_waits(file: &std::path::Path) -> Vec<Option<u64>> {
 }
 
 #[test]
+#[cfg_attr(cotenant_force_fallback, ignore = "needs Linux: the host sampler and System V token sets")]
 fn with_shared_tokens_only_the_holders_wait_is_contention() {
     let mut sampler = HostSampler::system().expect("this Linux host's /proc can be sampled");
     if !std::path::Path::new("/proc/thread-self/schedstat").exists() {
@@ -141,6 +142,7 @@ fn an_unreadable_worker_schedstat_is_counted_once_and_opened_again_later() {
 }
 
 #[test]
+#[cfg_attr(cotenant_force_fallback, ignore = "needs Linux: the host sampler and System V token sets")]
 fn the_first_reading_only_sets_the_baseline() {
     let mut sampler = HostSampler::system().expect("this Linux host's /proc can be sampled");
     let pool = Pool::builder().policy(Policy::fixed(2)).threads(2).build().unwrap();
