@@ -7,9 +7,9 @@ RELEASE_BIN := target/release/cotenant
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 GOENV := GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 
-.PHONY: test demo toolchain fmt-check clippy unit loom go-test c-abi fuzz bench bench-pool policy-sim lab clean
+.PHONY: test demo toolchain fmt-check clippy unit loom go-test c-abi examples cargo-install-check fallback msrv package fuzz bench bench-pool policy-sim lab clean
 
-test: toolchain fmt-check clippy unit loom go-test c-abi install-check cargo-install-check fallback msrv package
+test: toolchain fmt-check clippy unit loom go-test c-abi examples install-check cargo-install-check fallback msrv package
 
 # The headline experiment: P = 2 processes on this host, five pool kinds, a verdict (about 90 s).
 demo: toolchain
@@ -44,7 +44,7 @@ loom:
 # The Go package (go/): its own module, no dependencies; gofmt, vet and tests.
 go-test:
 	@[ -x "$(GO)" ] || { echo "go-test: SKIPPED: go not found (install Go 1.25 or later, https://go.dev/dl)"; exit 0; }
-	@unformatted="$$($(dir $(GO))gofmt -l go crates/cotenant-lab/lab-probes/goworker)"; [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }
+	@unformatted="$$($(dir $(GO))gofmt -l go examples/go crates/cotenant-lab/lab-probes/goworker)"; [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }
 	cd go && $(GOENV) $(GO) vet ./...
 	cd go && $(GOENV) $(GO) test ./...
 	cd go && $(GOENV) GOOS=darwin $(GO) build ./... && $(GOENV) GOOS=windows $(GO) build ./...
@@ -82,6 +82,12 @@ lab:
 clean:
 	-[ -x $(RELEASE_BIN) ] && $(RELEASE_BIN) lab clean
 	$(CARGO) clean
+
+# The examples (examples/README.md): the axum service answers its own requests and exits, the
+# rayon program sized by cotenant::cpus::get, the Go service with the controller (skipped
+# without Go). The C example runs in c-abi and, through pkg-config, in install-check.
+examples:
+	CARGO=$(CARGO) GO=$(GO) sh examples/run-examples.sh
 
 # `cargo install` alone gives a working `run --preload` (inside a 0.5-CPU cgroup; root only).
 cargo-install-check:
