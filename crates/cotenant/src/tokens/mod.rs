@@ -104,12 +104,8 @@ mod wakeup;
 
 pub use default::{default_set_name, DEFAULT_SET_ENV, TOKENS_ENV};
 pub(crate) use default::{for_default_pool, DefaultTokens};
-#[cfg(all(test, target_os = "linux", not(cotenant_force_fallback)))]
-pub(crate) use set::RemoveNamed;
 #[cfg(any(not(target_os = "linux"), cotenant_force_fallback))]
 pub use unsupported::HostTokens;
-#[cfg(all(test, any(not(target_os = "linux"), cotenant_force_fallback)))]
-pub(crate) use unsupported::RemoveNamed;
 
 use std::fmt;
 #[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
@@ -270,5 +266,17 @@ impl HostTokens {
             Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => Ok(false),
             Err(e) => Err(error(format!("set {:?}: {what} (semop): {e}", self.name))),
         }
+    }
+}
+
+/// Tests' guard: removes this user's set `name` when dropped (an assertion failing first
+/// included; off Linux there is none to remove).
+#[cfg(test)]
+pub(crate) struct RemoveNamed(pub(crate) String);
+
+#[cfg(test)]
+impl Drop for RemoveNamed {
+    fn drop(&mut self) {
+        let _ = HostTokens::remove_named(&self.0);
     }
 }

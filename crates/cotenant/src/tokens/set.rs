@@ -426,15 +426,3 @@ fn check_count(count: u32) -> Result<(), TokensError> {
     }
     Ok(())
 }
-
-/// Tests' guard: removes this user's set `name` when dropped (an assertion failing first
-/// included).
-#[cfg(test)]
-pub(crate) struct RemoveNamed(pub(crate) String);
-
-#[cfg(test)]
-impl Drop for RemoveNamed {
-    fn drop(&mut self) {
-        let _ = HostTokens::remove_named(&self.0);
-    }
-}

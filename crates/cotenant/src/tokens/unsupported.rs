@@ -201,15 +201,3 @@ pub fn remove(_key: i32, _force: bool) -> Result<(), TokensError> {
 pub fn resolve(_name_or_key: &str) -> Result<i32, TokensError> {
     Err(unavailable())
 }
-
-/// Tests' guard, as on Linux: removes this user's set `name` when dropped (here there is none
-/// to remove).
-#[cfg(test)]
-pub(crate) struct RemoveNamed(pub(crate) String);
-
-#[cfg(test)]
-impl Drop for RemoveNamed {
-    fn drop(&mut self) {
-        let _ = HostTokens::remove_named(&self.0);
-    }
-}
