@@ -7,7 +7,8 @@
 # Makefile.
 #
 #   PREFIX/bin/cotenant
-#   PREFIX/lib/libcotenant_ffi.so.<version>, .so.<major> (the SONAME) and .so -> .so.<major>
+#   PREFIX/lib/libcotenant_ffi.so.<version>, .so.<abi> (the SONAME) and .so -> .so.<abi>
+#       (<abi>: the major version, or 0.<minor> before 1.0; crates/cotenant-ffi/build.rs)
 #   PREFIX/lib/libcotenant_ffi.a
 #   PREFIX/lib/cotenant/libcotenant_preload.so   (where `cotenant run --preload` looks: bin/../lib/cotenant)
 #   PREFIX/include/cotenant.h
@@ -47,6 +48,7 @@ install:
 	    *) echo "install: cannot read cotenant-ffi's version from '$(CARGO) pkgid cotenant-ffi' (got '$$version')" >&2; exit 1 ;; \
 	esac; \
 	major=$${version%%.*}; \
+	case "$$major" in 0) abi=$${version%.*} ;; *) abi=$$major ;; esac; \
 	for f in cotenant libcotenant_ffi.so libcotenant_ffi.a libcotenant_preload.so; do \
 	    [ -f "$(COTENANT_RELEASE_DIR)/$$f" ] || { echo "install: $(COTENANT_RELEASE_DIR)/$$f was not built" >&2; exit 1; }; \
 	done; \
@@ -54,8 +56,8 @@ install:
 	$(INSTALL) -d "$(COTENANT_DEST)/bin" "$(COTENANT_DEST)/lib/cotenant" "$(COTENANT_DEST)/lib/pkgconfig" "$(COTENANT_DEST)/include"; \
 	$(INSTALL) -m 755 "$(COTENANT_RELEASE_DIR)/cotenant" "$(COTENANT_DEST)/bin/cotenant"; \
 	$(INSTALL) -m 644 "$(COTENANT_RELEASE_DIR)/libcotenant_ffi.so" "$(COTENANT_DEST)/lib/libcotenant_ffi.so.$$version"; \
-	ln -sfn "libcotenant_ffi.so.$$version" "$(COTENANT_DEST)/lib/libcotenant_ffi.so.$$major"; \
-	ln -sfn "libcotenant_ffi.so.$$major" "$(COTENANT_DEST)/lib/libcotenant_ffi.so"; \
+	ln -sfn "libcotenant_ffi.so.$$version" "$(COTENANT_DEST)/lib/libcotenant_ffi.so.$$abi"; \
+	ln -sfn "libcotenant_ffi.so.$$abi" "$(COTENANT_DEST)/lib/libcotenant_ffi.so"; \
 	$(INSTALL) -m 644 "$(COTENANT_RELEASE_DIR)/libcotenant_ffi.a" "$(COTENANT_DEST)/lib/libcotenant_ffi.a"; \
 	$(INSTALL) -m 644 "$(COTENANT_RELEASE_DIR)/libcotenant_preload.so" "$(COTENANT_DEST)/lib/cotenant/libcotenant_preload.so"; \
 	$(INSTALL) -m 644 "$(COTENANT_FFI_DIR)/include/cotenant.h" "$(COTENANT_DEST)/include/cotenant.h"; \

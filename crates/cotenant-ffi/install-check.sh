@@ -36,6 +36,9 @@ prefix="$scratch/prefix"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 version=$("$PKG_CONFIG" --modversion cotenant) || fail "pkg-config does not find cotenant in $PKG_CONFIG_PATH"
 major=${version%%.*}
+# The SONAME's version: the major version, or 0.<minor> before 1.0 (build.rs).
+case $major in 0) abi=${version%.*} ;; *) abi=$major ;; esac
+abi_re=$(printf '%s' "$abi" | sed 's/\./\\./g')
 lib="$prefix/lib"
 for f in bin/cotenant "lib/libcotenant_ffi.so.$version" lib/libcotenant_ffi.a \
     lib/cotenant/libcotenant_preload.so include/cotenant.h lib/pkgconfig/cotenant.pc \
@@ -43,10 +46,10 @@ for f in bin/cotenant "lib/libcotenant_ffi.so.$version" lib/libcotenant_ffi.a \
     share/zsh/site-functions/_cotenant share/fish/vendor_completions.d/cotenant.fish; do
     [ -f "$prefix/$f" ] && [ ! -L "$prefix/$f" ] || fail "$prefix/$f is not an installed file"
 done
-[ "$(readlink "$lib/libcotenant_ffi.so.$major")" = "libcotenant_ffi.so.$version" ] ||
-    fail "$lib/libcotenant_ffi.so.$major does not link to libcotenant_ffi.so.$version"
-[ "$(readlink "$lib/libcotenant_ffi.so")" = "libcotenant_ffi.so.$major" ] ||
-    fail "$lib/libcotenant_ffi.so does not link to libcotenant_ffi.so.$major"
+[ "$(readlink "$lib/libcotenant_ffi.so.$abi")" = "libcotenant_ffi.so.$version" ] ||
+    fail "$lib/libcotenant_ffi.so.$abi does not link to libcotenant_ffi.so.$version"
+[ "$(readlink "$lib/libcotenant_ffi.so")" = "libcotenant_ffi.so.$abi" ] ||
+    fail "$lib/libcotenant_ffi.so does not link to libcotenant_ffi.so.$abi"
 
 # The C example, as its users would build it.
 flags=$("$PKG_CONFIG" --cflags --libs cotenant)
@@ -54,11 +57,11 @@ echo "install-check: pkg-config --cflags --libs cotenant: $flags"
 # shellcheck disable=SC2086 # the flags are words
 "$CC" $CFLAGS "$root/examples/c/example.c" $flags -o "$scratch/example"
 if command -v readelf >/dev/null 2>&1; then
-    readelf -d "$lib/libcotenant_ffi.so.$version" | grep -q "(SONAME).*\[libcotenant_ffi\.so\.$major\]" ||
-        fail "$lib/libcotenant_ffi.so.$version does not have the SONAME libcotenant_ffi.so.$major"
+    readelf -d "$lib/libcotenant_ffi.so.$version" | grep -q "(SONAME).*\[libcotenant_ffi\.so\.$abi_re\]" ||
+        fail "$lib/libcotenant_ffi.so.$version does not have the SONAME libcotenant_ffi.so.$abi"
 fi
-LD_LIBRARY_PATH="$lib" ldd "$scratch/example" | grep -q "libcotenant_ffi\.so\.$major => $lib/" ||
-    fail "the example does not load $lib/libcotenant_ffi.so.$major"
+LD_LIBRARY_PATH="$lib" ldd "$scratch/example" | grep -q "libcotenant_ffi\.so\.$abi_re => $lib/" ||
+    fail "the example does not load $lib/libcotenant_ffi.so.$abi"
 LD_LIBRARY_PATH="$lib" "$scratch/example"
 
 # The installed command finds the installed shim (bin/../lib/cotenant).

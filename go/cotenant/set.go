@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 )
 
 // gomaxprocsEnv names the environment variable the Go runtime reads GOMAXPROCS from.
@@ -27,6 +28,10 @@ func envGOMAXPROCS() (value string, set bool) {
 	v, ok := lookupEnv(gomaxprocsEnv)
 	if !ok {
 		return "", false
+	}
+	// Digits only, as the runtime's atoi32 reads it: strconv would also take a sign ("+4").
+	if strings.Trim(v, "0123456789") != "" {
+		return v, false
 	}
 	n, err := strconv.ParseInt(v, 10, 32)
 	return v, err == nil && n > 0

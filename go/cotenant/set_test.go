@@ -56,6 +56,7 @@ func TestEnvGOMAXPROCSCountsOnlyWhatTheRuntimeObeys(t *testing.T) {
 		{map[string]string{"GOMAXPROCS": "-2"}, false},
 		{map[string]string{"GOMAXPROCS": "two"}, false},
 		{map[string]string{"GOMAXPROCS": " 4"}, false},
+		{map[string]string{"GOMAXPROCS": "+4"}, false},         // the runtime reads digits only
 		{map[string]string{"GOMAXPROCS": "4294967296"}, false}, // beyond 32 bits
 	} {
 		withEnv(t, c.env)

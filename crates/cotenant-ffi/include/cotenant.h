@@ -74,7 +74,7 @@
 
 /**
  * The major version of the library this header belongs to (compare with `cotenant_version()`
- * at run time). The shared library's SONAME is `libcotenant_ffi.so.<major>`.
+ * at run time). The shared library's SONAME is `libcotenant_ffi.so.<abi>` (the major version, or `0.<minor>` before 1.0).
  */
 #define COTENANT_VERSION_MAJOR 0
 

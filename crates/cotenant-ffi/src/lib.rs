@@ -55,7 +55,7 @@ pub const COTENANT_ON_FULL_REJECT: c_int = 1;
 pub const COTENANT_ON_FULL_CALLER_RUNS: c_int = 2;
 
 /// The major version of the library this header belongs to (compare with `cotenant_version()`
-/// at run time). The shared library's SONAME is `libcotenant_ffi.so.<major>`.
+/// at run time). The shared library's SONAME is `libcotenant_ffi.so.<abi>` (the major version, or `0.<minor>` before 1.0).
 pub const COTENANT_VERSION_MAJOR: c_int = 0;
 /// The minor version of the library this header belongs to.
 pub const COTENANT_VERSION_MINOR: c_int = 1;
@@ -349,13 +349,8 @@ pub unsafe extern "C" fn cotenant_pool_submit(
 ) -> c_int {
     const NAME: &str = "cotenant_pool_submit";
     guard_code(NAME, || {
-        if pool.is_null() {
-            return Err(Error::null(NAME, "pool"));
-        }
-        let Some(function) = task else { return Err(Error::null(NAME, "task")) };
-        // SAFETY: `pool` is not NULL and, by the contract, live; only shared access.
-        let pool = unsafe { &*pool };
-        let task = CTask { function, arg };
+        // SAFETY: by this function's contract, `pool` is NULL or live.
+        let (pool, task) = unsafe { pool_and_task(NAME, pool, task, arg) }?;
         if pool.on_full == Full::Reject {
             // `spawn` would say "rejected" for a full queue and a closing pool alike.
             return try_push(NAME, pool, task);
@@ -371,6 +366,25 @@ pub unsafe extern "C" fn cotenant_pool_submit(
         }
         Ok(())
     })
+}
+
+/// The submit functions' arguments checked: the pool (shared access only) and the task, or
+/// `COTENANT_ERR_NULL` naming the NULL argument.
+///
+/// # Safety
+/// `pool` is NULL or a live pool that outlives `'a`.
+unsafe fn pool_and_task<'a>(
+    name: &'static str,
+    pool: *mut CotenantPool,
+    task: Option<unsafe extern "C" fn(arg: *mut c_void)>,
+    arg: *mut c_void,
+) -> Result<(&'a CotenantPool, CTask), Error> {
+    if pool.is_null() {
+        return Err(Error::null(name, "pool"));
+    }
+    let Some(function) = task else { return Err(Error::null(name, "task")) };
+    // SAFETY: `pool` is not NULL and, by the contract, live for `'a`; only shared access.
+    Ok((unsafe { &*pool }, CTask { function, arg }))
 }
 
 /// Queues `task(arg)` only if the queue has room now, whatever the pool's `on_full` setting:
@@ -391,13 +405,9 @@ pub unsafe extern "C" fn cotenant_pool_try_submit(
 ) -> c_int {
     const NAME: &str = "cotenant_pool_try_submit";
     guard_code(NAME, || {
-        if pool.is_null() {
-            return Err(Error::null(NAME, "pool"));
-        }
-        let Some(function) = task else { return Err(Error::null(NAME, "task")) };
-        // SAFETY: `pool` is not NULL and, by the contract, live; only shared access.
-        let pool = unsafe { &*pool };
-        try_push(NAME, pool, CTask { function, arg })
+        // SAFETY: by this function's contract, `pool` is NULL or live.
+        let (pool, task) = unsafe { pool_and_task(NAME, pool, task, arg) }?;
+        try_push(NAME, pool, task)
     })
 }
 

@@ -78,7 +78,8 @@ pub struct Group {
     pub running_fraction: f64,
     /// Median W/C of the group's threads that ran; `null` if none ran during the sample.
     pub wait_compute_ratio: Option<f64>,
-    /// Seed 002's formula at full utilisation of `cpus`; `null` without a W/C.
+    /// The utilisation formula (`cpus × (1 + W/C)`, from "Thread Pool Sizing and the Contention
+    /// Cliff") at full utilisation of `cpus`; `null` without a W/C.
     pub recommended: Option<u64>,
     /// CPU-bound (running at least 80 % of the time) and more threads than `cpus` allows.
     pub oversized: bool,

@@ -59,8 +59,10 @@ pub fn detect_pid(pid: u32) -> Result<Limit, Error> {
 /// ([`Rounding::Floor`], the default), at least 1. Never fails, like `num_cpus::get()`: when
 /// detection fails it returns what `std::thread::available_parallelism` says, or 1.
 ///
-/// A drop-in for `num_cpus::get()` and `available_parallelism()` that counts the CPU quota
-/// (a container limited to 1.5 CPUs on a 64-CPU host gets 1, not 64). It reads the files
+/// A drop-in for `num_cpus::get()` that counts the CPU quota of every ancestor cgroup (a
+/// container limited to 1.5 CPUs on a 64-CPU host gets 1, where `num_cpus` says 64). Recent
+/// Rust's `available_parallelism()` reads the quotas too and agrees on the cases the README's
+/// table measures; this one also says why ([`detect`]) and lets you round up. It reads the files
 /// again on every call (a few reads; keep the number, or keep a [`Limit`] and
 /// [`refresh`](Limit::refresh) it, where it is asked for often). Use [`detect`] for the reason
 /// behind the number, or another [`Rounding`].

@@ -52,8 +52,8 @@ pub struct ElasticConfig {
     pub max: u32,
     /// U in the formula: the share of the pool's CPUs to keep busy, in (0, 1]. Default 1: the
     /// CPU policy already decided how many CPUs the pool may use, so leaving some of those idle
-    /// would only lose throughput (seed 002's 0.8 leaves room for neighbours, which `cpus` does
-    /// here).
+    /// would only lose throughput (the contention-cliff chapter's 0.8, "Thread Pool Sizing and
+    /// the Contention Cliff", leaves room for neighbours, which `cpus` does here).
     pub utilization: f64,
     /// Multiplier on Little's law's L when there is no backlog (default 1.5).
     pub headroom: f64,

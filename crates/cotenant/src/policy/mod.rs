@@ -57,9 +57,11 @@ impl Policy {
         Policy { kind: Kind::Adaptive(config) }
     }
 
-    /// Seed 000 §5.2: `target = ceil(overcommit · Δcpu_self / Δcpu_busy · CPUs)`, computed on
-    /// the CPUs this process may use and capped by the quota. `overcommit` > 0; 1 is the seed's
-    /// default, larger trades latency for throughput (its Figure 8).
+    /// The friendlypool paper's rule ("Reducing Tail Latencies Through Environment- and
+    /// Neighbour-aware Thread Management", its section 5.2): `target = ceil(overcommit ·
+    /// Δcpu_self / Δcpu_busy · CPUs)`, computed on the CPUs this process may use and capped by
+    /// the quota. `overcommit` > 0; 1 is the paper's default, larger trades latency for
+    /// throughput (its Figure 8).
     pub fn share(overcommit: f64) -> Self {
         Policy { kind: Kind::Share(overcommit) }
     }
@@ -247,7 +249,8 @@ impl Sample {
 
     /// The most workers the quota and the allowed CPUs pay for: `min(threads, cpus,
     /// floor(quota))`, at least 1. Floor, because a worker the quota cannot pay for in full is
-    /// throttled at the end of every period (seed 000 §3, seed 001).
+    /// throttled at the end of every period (the friendlypool paper, section 3, and "Mitigating
+    /// Unnecessary Throttling in Linux CFS Bandwidth Control").
     pub fn cap(&self) -> u32 {
         let mut cap = self.threads.max(1);
         if self.cpus > 0 {

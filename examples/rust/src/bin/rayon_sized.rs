@@ -12,11 +12,13 @@ use rayon::prelude::*;
 const BOUND: u64 = 100_000;
 
 fn main() -> ExitCode {
-    // rayon starts one thread per CPU it sees (`available_parallelism`): in a container limited
-    // to 1.5 CPUs on a 64-CPU host, which may say 64. 64 busy threads on a 1.5-CPU quota use it
+    // rayon starts one thread per CPU it sees (`available_parallelism`). Recent Rust counts the
+    // cgroup quota there too; older Rust, `num_cpus` and most other runtimes do not, and in a
+    // container limited to 1.5 CPUs on a 64-CPU host they say 64: 64 busy threads use the quota
     // up early in each period and are throttled for the rest of it, which shows as tail latency.
-    // `cotenant::cpus::get` also counts the cgroup quota of the process and of every ancestor,
-    // rounded down (1 here), and never fails (it falls back to `available_parallelism`).
+    // `cotenant::cpus::get` counts the cgroup quota of the process and of every ancestor,
+    // rounded down (1 here), says why through `cpus::detect`, and never fails (it falls back to
+    // `available_parallelism`).
     let threads = cotenant::cpus::get();
     let pool = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
         Ok(pool) => pool,
