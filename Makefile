@@ -7,9 +7,9 @@ RELEASE_BIN := target/release/cotenant
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 GOENV := GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 
-.PHONY: test demo toolchain fmt-check clippy unit loom go-test c-abi examples cargo-install-check fallback msrv package fuzz bench bench-pool policy-sim lab clean
+.PHONY: test demo toolchain fmt-check clippy unit loom go-test c-abi examples metrics-check deploy-check cargo-install-check fallback msrv package fuzz bench bench-pool policy-sim lab clean
 
-test: toolchain fmt-check clippy unit loom go-test c-abi examples install-check cargo-install-check fallback msrv package
+test: toolchain fmt-check clippy unit loom go-test c-abi examples metrics-check deploy-check install-check cargo-install-check fallback msrv package
 
 # The headline experiment: P = 2 processes on this host, five pool kinds, a verdict (about 90 s).
 demo: toolchain
@@ -48,6 +48,34 @@ go-test:
 	cd go && $(GOENV) $(GO) vet ./...
 	cd go && $(GOENV) $(GO) test ./...
 	cd go && $(GOENV) GOOS=darwin $(GO) build ./... && $(GOENV) GOOS=windows $(GO) build ./...
+
+# Go modules with dependencies (tools/promcheck, deploy/check): fetched from the module proxy on
+# a fresh machine, then checked against go.sum; never a newer toolchain than the machine's.
+GOTOOLENV := GOFLAGS=-mod=readonly GOTOOLCHAIN=local
+
+# The library's Prometheus exposition of 1 and of 3 pools through Prometheus's own text parser
+# (tools/promcheck: one HELP/TYPE per family, cumulative buckets, _count = tasks run), and the
+# prometheus-client and metrics features built, linted and tested.
+metrics-check:
+	$(CARGO) clippy --locked -p cotenant --all-targets --features prometheus-client,metrics -- -D warnings
+	$(CARGO) test --locked -p cotenant --features prometheus-client,metrics --lib metrics::
+	@[ -x "$(GO)" ] || { echo "metrics-check: parser SKIPPED: go not found"; exit 0; }; \
+	case "$$($(GO) env GOVERSION)" in go1.1[0-9]*|go1.2[0-5]|go1.2[0-5].*) echo "metrics-check: parser SKIPPED: needs Go 1.26 or later"; exit 0;; esac; \
+	unformatted="$$($(dir $(GO))gofmt -l tools/promcheck)"; [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }; \
+	dir="$$(mktemp -d)" && trap 'rm -rf "$$dir"' EXIT && \
+	for n in 1 3; do \
+	  $(CARGO) run --locked -q -p cotenant --example exposition -- $$n > "$$dir/pools-$$n.txt" || exit 1; \
+	  (cd tools/promcheck && $(GOTOOLENV) $(GO) run . -pools $$n "$$dir/pools-$$n.txt") || exit 1; \
+	done; \
+	cd tools/promcheck && $(GOTOOLENV) $(GO) vet ./... && $(GOTOOLENV) $(GO) test ./...
+
+# The Dockerfile, Kubernetes manifests and Grafana dashboard, decoded and checked (deploy/check;
+# k8s.io/api needs Go 1.26).
+deploy-check:
+	@[ -x "$(GO)" ] || { echo "deploy-check: SKIPPED: go not found"; exit 0; }
+	@case "$$($(GO) env GOVERSION)" in go1.1[0-9]*|go1.2[0-5]|go1.2[0-5].*) echo "deploy-check: SKIPPED: needs Go 1.26 or later"; exit 0;; esac; \
+	unformatted="$$($(dir $(GO))gofmt -l deploy/check)"; [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }; \
+	cd deploy/check && $(GOTOOLENV) $(GO) vet ./... && $(GOTOOLENV) $(GO) test ./...
 
 # The C ABI: builds crates/cotenant-ffi, compiles examples/c against its header and runs it.
 c-abi:
@@ -105,7 +133,7 @@ msrv:
 	@rustup toolchain install $(MSRV) --profile minimal >/dev/null 2>&1 || { echo "msrv: SKIPPED: rustup cannot install Rust $(MSRV) here"; exit 0; }; \
 	echo "msrv: Rust $(MSRV)"; \
 	$(CARGO) +$(MSRV) check --locked -p cotenant -p cotenant-sim --target-dir target/msrv && \
-	$(CARGO) +$(MSRV) check --locked -p cotenant-cli --no-default-features --target-dir target/msrv
+	$(CARGO) +$(MSRV) check --locked -p cotenant-cli --no-default-features --features tui --target-dir target/msrv
 
 # The publishable crates packaged and verified together (cotenant-ops and cotenant-lab are not
 # on crates.io, so the command's package is verified against their packages, not the registry).

@@ -35,6 +35,10 @@ pub enum PeerKind {
     /// the same with host tokens off (`Builder::host_tokens_off`)
     #[value(name = "cotenant-plain")]
     CotenantPlain,
+    /// cotenant-adaptive with the task histograms off (`Builder::task_histograms(false)`): run
+    /// both in one run to see what timing every task costs
+    #[value(name = "cotenant-nohist")]
+    CotenantNoHist,
     /// the adaptive pool sharing host CPU tokens (a private set of n tokens), with CPU leases
     #[value(name = "cotenant-tokens")]
     CotenantTokens,
@@ -60,10 +64,11 @@ pub enum PeerKind {
 
 impl PeerKind {
     /// Every peer, in the order of a full run.
-    pub const ALL: [PeerKind; 10] = [
+    pub const ALL: [PeerKind; 11] = [
         PeerKind::CotenantFixed,
         PeerKind::CotenantAdaptive,
         PeerKind::CotenantPlain,
+        PeerKind::CotenantNoHist,
         PeerKind::CotenantTokens,
         PeerKind::CotenantTokensNoLeases,
         PeerKind::Rayon,
@@ -79,6 +84,7 @@ impl PeerKind {
             PeerKind::CotenantFixed => "cotenant-fixed",
             PeerKind::CotenantAdaptive => "cotenant-adaptive",
             PeerKind::CotenantPlain => "cotenant-plain",
+            PeerKind::CotenantNoHist => "cotenant-nohist",
             PeerKind::CotenantTokens => "cotenant-tokens",
             PeerKind::CotenantTokensNoLeases => "cotenant-tokens-noleases",
             PeerKind::Rayon => "rayon",
@@ -141,8 +147,14 @@ pub enum Tokens {
 }
 
 impl CotenantPeer {
-    /// A pool of `threads` threads run by `policy`, taking host CPU tokens as `tokens` says.
-    pub fn new(policy: cotenant::Policy, threads: usize, tokens: Tokens) -> Result<Self, String> {
+    /// A pool of `threads` threads run by `policy`, taking host CPU tokens as `tokens` says,
+    /// with task histograms on or off as `histograms` says (`None`: the builder's default).
+    pub fn new(
+        policy: cotenant::Policy,
+        threads: usize,
+        tokens: Tokens,
+        histograms: Option<bool>,
+    ) -> Result<Self, String> {
         let mut builder = cotenant::Pool::builder()
             .policy(policy)
             .threads(threads)
@@ -151,6 +163,9 @@ impl CotenantPeer {
             .name("bench");
         if tokens == Tokens::Off {
             builder = builder.host_tokens_off();
+        }
+        if let Some(on) = histograms {
+            builder = builder.task_histograms(on);
         }
         if let Tokens::Private { leases } = tokens {
             let count =

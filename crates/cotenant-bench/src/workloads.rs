@@ -131,7 +131,7 @@ pub fn rotation(len: usize, round: usize) -> impl Iterator<Item = usize> {
 /// Builds `peer`'s pool and runs `workload` on it.
 fn measure(peer: PeerKind, workload: Workload, config: &Config) -> Result<f64, String> {
     let n = config.threads;
-    let cotenant_pool = |policy, tokens| CotenantPeer::new(policy, n, tokens);
+    let cotenant_pool = |policy, tokens| CotenantPeer::new(policy, n, tokens, None);
     let adaptive = cotenant::Policy::adaptive;
     match peer {
         PeerKind::CotenantFixed => {
@@ -139,6 +139,9 @@ fn measure(peer: PeerKind, workload: Workload, config: &Config) -> Result<f64, S
         }
         PeerKind::CotenantAdaptive => workload.run(cotenant_pool(adaptive(), Tokens::Default)?, config),
         PeerKind::CotenantPlain => workload.run(cotenant_pool(adaptive(), Tokens::Off)?, config),
+        PeerKind::CotenantNoHist => {
+            workload.run(CotenantPeer::new(adaptive(), n, Tokens::Default, Some(false))?, config)
+        }
         PeerKind::CotenantTokens => {
             workload.run(cotenant_pool(adaptive(), Tokens::Private { leases: true })?, config)
         }

@@ -42,9 +42,11 @@ pub enum Command {
     /// Diagnose CPU interference: why is this process (or host) slow on shared CPUs?
     ///
     /// Samples for --duration (two snapshots) and reports findings, most likely cause first,
-    /// each with its evidence (file, numbers) and a recommendation: contention, throttling,
+    /// each with its evidence (file, numbers) and a recommendation: contention, a busy sibling
+    /// cgroup (with the exact `cotenant cgroup set` line that marks it idle), throttling,
     /// weights, cpusets, pressure, migrations, NUMA, oversized pools. Without --pid: the host.
-    /// The --json shape is documented in docs/doctor.md.
+    /// `--verify BEFORE.json` compares with a report saved before a change. The --json shape is
+    /// documented in docs/doctor.md.
     Doctor(DoctorArgs),
     /// How many threads a pool needs: the utilisation formula (Ncpu × U × (1 + W/C)) or Little's
     /// law (L = λ × W), with the arithmetic shown.
@@ -64,11 +66,13 @@ pub enum Command {
     /// "throttled_ratio", "events": [...]}.
     #[cfg(feature = "lab")]
     Sim(SimArgs),
-    /// Change a cgroup's CPU settings, writing only what differs (`cgroup set`).
+    /// Change a cgroup's CPU settings (quota, idle, weight), writing only what differs
+    /// (`cgroup set`).
     ///
     /// Every write of a CPU quota, even of the same value, resets the kernel's bandwidth pools
     /// and can throttle the cgroup for the rest of the period; `set` reads the current values,
-    /// writes only the files that differ, and reads them back. Details in docs/cgroup-set.md.
+    /// writes only the files that differ, and reads them back. `--idle` ranks a batch job's
+    /// cgroup below its neighbours. Details in docs/cgroup-set.md.
     Cgroup(CgroupArgs),
     /// List or remove this user's host CPU token sets (what cooperating pools share).
     ///
@@ -77,6 +81,13 @@ pub enum Command {
     /// outlives the processes, like a file: `tokens list` shows each (tokens, free, waiting,
     /// member processes, owner and mode, and why a set is refused), `tokens remove` deletes one.
     Tokens(TokensArgs),
+    /// Show every cooperating pool of this user on this host, live: pid, command, pool,
+    /// threads, target, running, queued, token holds and waits, CPU share, p99 queue wait.
+    ///
+    /// Each process's pools publish a small status record; top reads them twice a second, most
+    /// CPU first (q, Esc or Ctrl-C quits). --once prints one table, --json one snapshot;
+    /// fields in docs/top.md.
+    Top(crate::cmd::top::TopArgs),
     /// Print a shell completion script for cotenant: bash, zsh, fish, elvish or powershell.
     ///
     /// Try it in the current shell with `source <(cotenant completions bash)`, or save it where
@@ -118,7 +129,7 @@ pub struct CountArgs {
     /// std::thread::hardware_concurrency() answer the count (C, C++, Python < 3.13). The shim
     /// is taken from $COTENANT_PRELOAD_LIB, else from the cotenant executable's folder or
     /// ../lib/cotenant relative to it, else the copy built into cotenant is written to
-    /// ~/.cache/cotenant on first use. Read the risks in docs/run.md first.
+    /// $XDG_CACHE_HOME/cotenant (default ~/.cache/cotenant) on first use. Read the risks in docs/run.md first.
     #[arg(long)]
     pub preload: bool,
     /// Refuse when the CPU count cannot be determined (an unreadable or unexpected cgroup
@@ -147,6 +158,10 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// The process to diagnose (default: the whole host).
+    ///
+    /// Its cooperating neighbours, the processes whose pools share a host CPU token set with
+    /// its own, are named from the status records pools publish, in the folder `cotenant top`
+    /// reads ($COTENANT_STATUS_DIR, else /dev/shm/cotenant-status-<uid> of the process's user).
     #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
     pub pid: Option<u32>,
     /// How long to sample: "2s", "500ms", "1.5s" (100ms to 60s).
@@ -155,6 +170,12 @@ pub struct DoctorArgs {
     /// Print a JSON object (schema in docs/doctor.md).
     #[arg(long)]
     pub json: bool,
+    /// Compare with a report saved before a change: the output of `doctor --pid PID --json`.
+    /// Applies nothing: after the operator applied a remedy, the doctor measures again and
+    /// reports the process's run-queue wait before and after, and which of the remedy commands
+    /// printed before it no longer prints.
+    #[arg(long, value_name = "BEFORE.json", requires = "pid")]
+    pub verify: Option<PathBuf>,
     /// Read /proc and /sys from under DIR instead of / (a test fixture).
     #[arg(long, value_name = "DIR", hide = true)]
     pub root: Option<PathBuf>,
@@ -243,12 +264,19 @@ pub struct CgroupArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum CgroupCommand {
-    /// Set the CPU quota (as CPUs), period and burst of a cgroup (v1 or v2); unchanged values
-    /// are not rewritten.
+    /// Set a cgroup's CPU quota (as CPUs), period and burst, mark it idle or not, or set its
+    /// CPU weight (v1 or v2); unchanged values are not rewritten.
+    ///
+    /// `--idle` is the remedy for a batch job in a cgroup next to a latency-sensitive service:
+    /// the kernel picks a cgroup before a thread, so only the cgroup's own setting ranks the
+    /// batch job below the service (`cotenant doctor` prints the exact line when it sees one).
     Set(CgroupSetArgs),
 }
 
 #[derive(Debug, Args)]
+#[command(group(
+    clap::ArgGroup::new("setting").required(true).multiple(true).args(["cpus", "idle", "no_idle", "weight"])
+))]
 pub struct CgroupSetArgs {
     /// The cgroup directory: absolute, or relative to the cpu controller's mount point. It must
     /// be on a cgroup file system and not itself a symbolic link; no control file is written
@@ -258,13 +286,29 @@ pub struct CgroupSetArgs {
     /// CPUs the quota allows per period (e.g. 1.5), or `max` for no limit.
     #[arg(long, value_name = "X", value_parser = cotenant_ops::cgroup_set::parse_cpus)]
     #[arg(allow_negative_numbers = true)] // so that `--cpus -1` gets parse_cpus's message
-    pub cpus: cotenant_ops::cgroup_set::Cpus,
+    pub cpus: Option<cotenant_ops::cgroup_set::Cpus>,
     /// The period: "100ms", "0.1s", "50000us" (1ms to 1s; default: keep the current one).
     #[arg(long = "period", value_name = "P", value_parser = cotenant_ops::cgroup_set::parse_period)]
+    #[arg(requires = "cpus")]
     pub period_us: Option<u64>,
     /// The burst, at most the quota: "20ms", "0us" (default: leave it; Linux 5.14+).
     #[arg(long = "burst", value_name = "B", value_parser = cotenant_ops::cgroup_set::parse_micros)]
+    #[arg(requires = "cpus")]
     pub burst_us: Option<u64>,
+    /// Mark the cgroup idle (cpu.idle = 1, Linux 5.15+, v1 and v2): its processes then run
+    /// only on CPU time the cgroups beside it leave, and a waking thread of those cgroups
+    /// preempts them at once. Not with --weight (an idle cgroup takes no weight).
+    #[arg(long, conflicts_with = "no_idle")]
+    pub idle: bool,
+    /// Mark the cgroup not idle (cpu.idle = 0); the kernel then puts its weight back to the
+    /// default unless --weight is given too.
+    #[arg(long)]
+    pub no_idle: bool,
+    /// The CPU weight, in cgroup v2 units: 1 to 10000, default 100 (10 is a tenth of a
+    /// default cgroup's share under contention). v2 writes cpu.weight; v1 writes cpu.shares
+    /// converted as systemd does (N × 1024 / 100, rounded down: 10 → 102).
+    #[arg(long, value_name = "N", value_parser = cotenant_ops::cgroup_set::parse_weight)]
+    pub weight: Option<u64>,
     /// Print a JSON object (fields in docs/cgroup-set.md).
     #[arg(long)]
     pub json: bool,

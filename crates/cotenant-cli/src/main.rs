@@ -42,6 +42,7 @@ fn run() -> anyhow::Result<ExitCode> {
         args::Command::Cgroup(a) => cmd::cgroup::run(&a),
         args::Command::Tokens(a) => cmd::tokens::run(&a),
         args::Command::Size(a) => cmd::size::run(&a),
+        args::Command::Top(a) => cmd::top::run(&a).map(|()| ExitCode::from(exit::OK)),
         args::Command::Completions(a) => cmd::completions::run(&a),
         args::Command::Man => cmd::man::run(),
         #[cfg(feature = "lab")]

@@ -1,8 +1,9 @@
-//! `cotenant cgroup set` end to end: fixture cgroups (plain `cpu.max` / `cpu.cfs_*` files in a
-//! fresh private directory, v1 and v2) where an unchanged request must not touch any file
-//! (mtimes checked) and a change writes only the differing file; bad input; refusals of a
-//! directory on tmpfs and of symbolic links (issue 34); and, as root on a host with a v1 cpu
-//! hierarchy at /sys/fs/cgroup/cpu, a real cgroup.
+//! `cotenant cgroup set` end to end: fixture cgroups (plain `cpu.max` / `cpu.cfs_*` /
+//! `cpu.idle` / `cpu.shares` / `cpu.weight` files in a fresh private directory, v1 and v2) where
+//! an unchanged request must not touch any file (mtimes checked) and a change writes only the
+//! differing file; `--idle`, `--no-idle` and `--weight` (v1 shares converted as systemd does);
+//! bad input; refusals of a directory on tmpfs and of symbolic links (issue 34); and, as root on
+//! a host with a v1 cpu hierarchy at /sys/fs/cgroup/cpu, real cgroups.
 //!
 //! Fixtures are not on a cgroup file system, which the command refuses: they are written
 //! through its test hook, [`FIXTURE_VAR`]`=1` with the fixture's directory as `--root`
@@ -439,4 +440,155 @@ fn a_real_v1_cgroup_is_set_once_then_left_alone() {
     let out = set(&[child.to_str().unwrap(), "--cpus", "2"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(stderr(&out).contains("the kernel refused"), "{}", stderr(&out));
+}
+
+fn writes_of(v: &Value) -> Vec<(String, String, String)> {
+    let field = |w: &Value, k: &str| w[k].as_str().unwrap().to_owned();
+    let writes = v["writes"].as_array().unwrap();
+    writes.iter().map(|w| (field(w, "file"), field(w, "old"), field(w, "new"))).collect()
+}
+
+fn triple(file: &str, old: &str, new: &str) -> (String, String, String) {
+    (file.to_owned(), old.to_owned(), new.to_owned())
+}
+
+#[test]
+fn a_v1_fixture_is_made_idle_once_then_weighed_after_leaving_idle() {
+    let d = v1_fixture("-1\n", "100000\n", "0\n");
+    d.files(&[("cpu.shares", "1024\n"), ("cpu.idle", "0\n")]);
+    let out = set_fixture(&d, &[d.arg(), "--idle", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let v = json_of(&out);
+    assert_eq!(writes_of(&v), [triple("cpu.idle", "0", "1")], "{v}");
+    assert_eq!((v["idle"].as_bool(), v["version"].as_str()), (Some(true), Some("v1")), "{v}");
+    assert!(v["weight"].is_null() && v["shares"].as_u64() == Some(1024), "{v}");
+    for f in ["cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.cfs_burst_us", "cpu.shares"] {
+        assert_eq!(d.mtime(f), old(), "{f} was written");
+    }
+    // Already idle: nothing written, and said so.
+    let idle_since = d.mtime("cpu.idle");
+    let out = set_fixture(&d, &[d.arg(), "--idle"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("{}: unchanged (idle)", d.arg()));
+    assert_eq!(d.mtime("cpu.idle"), idle_since, "cpu.idle was rewritten");
+
+    // A weight needs the cgroup out of idle first: cpu.idle, then cpu.shares (10 → 102).
+    let out = set_fixture(&d, &[d.arg(), "--no-idle", "--weight", "10", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let v = json_of(&out);
+    assert_eq!(writes_of(&v), [triple("cpu.idle", "1", "0"), triple("cpu.shares", "1024", "102")], "{v}");
+    assert_eq!((v["idle"].as_bool(), v["shares"].as_u64()), (Some(false), Some(102)), "{v}");
+    assert_eq!((d.read("cpu.idle"), d.read("cpu.shares")), ("0".into(), "102".into()));
+    let out = set_fixture(&d, &[d.arg(), "--weight", "10", "--no-idle"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.trim(), format!("{}: unchanged (not idle; cpu.shares 102 for weight 10)", d.arg()));
+}
+
+#[test]
+fn a_v2_fixture_takes_the_weight_as_given_and_with_cpus() {
+    let d = v2_fixture("max 100000\n", "0\n");
+    d.files(&[("cpu.weight", "100\n"), ("cpu.idle", "0\n")]);
+    let out = set_fixture(&d, &[d.arg(), "--weight", "10"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.trim(), format!("{}: updated cpu.weight: \"100\" → \"10\"", d.arg()));
+    assert_eq!(d.mtime("cpu.idle"), old(), "cpu.idle was not asked to change");
+    // With --cpus: only what differs, the weight being set already.
+    let out = set_fixture(&d, &[d.arg(), "--cpus", "1.5", "--weight", "10", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let v = json_of(&out);
+    assert_eq!(writes_of(&v), [triple("cpu.max", "max 100000", "150000 100000")], "{v}");
+    assert_eq!((v["weight"].as_u64(), v["shares"].is_null()), (Some(10), true), "{v}");
+}
+
+#[test]
+fn idle_and_weight_mistakes_are_refused_and_named() {
+    let d = v2_fixture("max 100000\n", "0\n");
+    d.files(&[("cpu.weight", "100\n"), ("cpu.idle", "0\n")]);
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "--idle"),
+        (&["--idle", "--weight", "10"], "--idle with --weight"),
+        (&["--idle", "--no-idle"], "--no-idle"),
+        (&["--weight", "0"], "from 1 to 10000"),
+        (&["--weight", "10001"], "from 1 to 10000"),
+        (&["--weight", "ten"], "from 1 to 10000"),
+        (&["--period", "50ms", "--idle"], "--cpus"),
+        (&["--burst", "0ms", "--weight", "10"], "--cpus"),
+    ];
+    for (args, needle) in cases {
+        let mut all = vec![d.arg()];
+        all.extend_from_slice(args);
+        let out = set_fixture(&d, &all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    }
+    for f in ["cpu.max", "cpu.max.burst", "cpu.weight", "cpu.idle"] {
+        assert_eq!(d.mtime(f), old(), "{f} was written after bad input");
+    }
+    // An idle cgroup takes no weight: the message says what to add.
+    d.files(&[("cpu.idle", "1\n")]);
+    let out = set_fixture(&d, &[d.arg(), "--weight", "20"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(stderr(&out).contains("add --no-idle"), "{}", stderr(&out));
+    assert_eq!(d.read("cpu.weight"), "100\n");
+}
+
+#[test]
+fn a_kernel_without_cpu_idle_is_named() {
+    let d = v2_fixture("max 100000\n", "0\n");
+    d.files(&[("cpu.weight", "100\n")]);
+    let out = set_fixture(&d, &[d.arg(), "--idle"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let said = format!("{} does not exist", d.path().join("cpu.idle").display());
+    assert!(stderr(&out).contains(&said) && stderr(&out).contains("Linux 5.15"), "{}", stderr(&out));
+    assert!(!d.path().join("cpu.idle").exists(), "a control file was created");
+    // Where no cgroup can be idle, --no-idle asks for what holds.
+    let v = json_of(&set_fixture(&d, &[d.arg(), "--no-idle", "--json"]));
+    assert_eq!((v["action"].as_str(), v["idle"].is_null()), (Some("unchanged"), true), "{v}");
+}
+
+#[test]
+fn a_real_v1_cgroup_is_made_idle_and_weighed() {
+    const TEST: &str = "a_real_v1_cgroup_is_made_idle_and_weighed";
+    let mount = Path::new("/sys/fs/cgroup/cpu");
+    if unsafe { libc::geteuid() } != 0 {
+        return eprintln!("{TEST}: SKIPPED: not root");
+    }
+    if !mount.join("cpu.shares").exists() {
+        return eprintln!("{TEST}: SKIPPED: no cgroup v1 cpu hierarchy at {}", mount.display());
+    }
+    let dir = mount.join(format!("cotenant-test-{}-idle", std::process::id()));
+    let mut guard = RealCgroups(vec![]);
+    if let Err(e) = fs::create_dir(&dir) {
+        return eprintln!("{TEST}: SKIPPED: cannot create {}: {e}", dir.display());
+    }
+    guard.0.push(dir.clone());
+    if !dir.join("cpu.idle").exists() {
+        return eprintln!("{TEST}: SKIPPED: no cpu.idle (Linux 5.15 or later)");
+    }
+    let arg = dir.to_str().unwrap();
+    let read = |f: &str| fs::read_to_string(dir.join(f)).unwrap().trim().to_owned();
+
+    let out = set(&[arg, "--idle", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(json_of(&out)["action"], "updated");
+    assert_eq!(read("cpu.idle"), "1");
+    eprintln!("{TEST}: an idle cgroup's cpu.shares reads {}", read("cpu.shares"));
+    assert_eq!(json_of(&set(&[arg, "--idle", "--json"]))["action"], "unchanged");
+    // The kernel would refuse the weight of an idle cgroup: refused before any write.
+    let refused = set(&[arg, "--weight", "10"]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert_eq!(read("cpu.idle"), "1");
+
+    let out = set(&[arg, "--no-idle", "--weight", "10", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!((read("cpu.idle"), read("cpu.shares")), ("0".into(), "102".into()));
+    // Leaving idle alone puts the default weight back (the kernel's doing), and says so.
+    assert!(set(&[arg, "--idle"]).status.success());
+    let out = set(&[arg, "--no-idle"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(read("cpu.shares"), "1024");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("put the weight back to its default"), "{out:?}");
 }

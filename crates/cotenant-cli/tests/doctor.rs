@@ -1,6 +1,8 @@
 //! `cotenant doctor` end to end: CPU contention from spinning neighbours, quota throttling in a
-//! real `cotenant-test-<pid>-*` cgroup, a pid that does not exist, fixture roots without cgroup
-//! controllers or with unreadable pid files, and bad usage.
+//! real `cotenant-test-<pid>-*` cgroup, a busy sibling cgroup whose remedy line the doctor
+//! prints and `--verify` checks once applied, the cooperating neighbours named from status
+//! records, a pid that does not exist, fixture roots without cgroup controllers or with
+//! unreadable pid files, and bad usage.
 //!
 //! Every child is killed and reaped by a guard's `Drop`, every cgroup removed by its own, on
 //! every path (success, failed assertion, panic). The heavy tests hold one lock, so that one
@@ -9,8 +11,14 @@
 
 mod support;
 
+use cotenant::internal::status_record::{self, PoolRecord, ProcessRecord};
 use serde_json::Value;
 use std::{
+    collections::hash_map::RandomState,
+    fs,
+    hash::{BuildHasher, Hasher},
+    io,
+    os::unix::fs::{DirBuilderExt, PermissionsExt},
     path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
     sync::{Mutex, MutexGuard},
@@ -163,9 +171,270 @@ fn quota_throttling_is_the_top_finding() {
     assert_eq!(level["quota_cpus"].as_f64(), Some(0.2));
 }
 
+/// A private directory for a test's files (made fresh, mode 0700, under a random name no one
+/// else can have taken first), removed with everything in it when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        for _ in 0..16 {
+            // Each RandomState has fresh random keys: an unpredictable number.
+            let random = RandomState::new().build_hasher().finish();
+            let leaf = format!("cotenant-doctor-{}-{random:016x}-{name}", std::process::id());
+            let dir = std::env::temp_dir().join(leaf);
+            match fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => return TempDir(dir),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => panic!("cannot create {}: {e}", dir.display()),
+            }
+        }
+        panic!("no free name for a directory in {}", std::env::temp_dir().display());
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A shell busy loop in a test cgroup, on one CPU.
+fn spinner_in(cg: &TestCgroup, cpu: usize) -> Child {
+    let mut cmd = cg.command(Path::new("sh"), &["-c", "while :; do :; done"], Some(cpu));
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).spawn().expect("spawn a spinner in a test cgroup")
+}
+
+/// The remedy end to end. A (a spinner) in one test cgroup and B (two spinners) in a sibling,
+/// all on one CPU: the doctor names B's cgroup with its `cotenant cgroup set ... --idle` line;
+/// once that very line has run, the doctor, verifying against the first report, sees A's
+/// run-queue wait down and prints the line no more. A spinner is the victim because its wait is
+/// the plainest signal: beside B's cgroup at equal weight it waits about as long as it runs
+/// (half the CPU each way), beside B's idle cgroup hardly at all; the assertion asks only for
+/// less.
+#[test]
+fn the_remedy_for_a_busy_sibling_cgroup_is_printed_and_lowers_the_wait() {
+    const TEST: &str = "the_remedy_for_a_busy_sibling_cgroup_is_printed_and_lowers_the_wait";
+    let layout = match layout() {
+        Ok(l) => l,
+        Err(reason) => return skip(TEST, &reason),
+    };
+    let _lock = heavy();
+    let (cg_a, cg_b) = match (
+        TestCgroup::create(&layout, PREFIX, "doctor-a", false, None),
+        TestCgroup::create(&layout, PREFIX, "doctor-b", false, None),
+    ) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return skip(TEST, &format!("cannot create a test cgroup: {e}")),
+    };
+    if !cg_b.cpu_dir(false).join("cpu.idle").exists() {
+        return skip(TEST, "this kernel's cgroups have no cpu.idle (Linux 5.15 or later)");
+    }
+    let files = TempDir::new("verify");
+    let before = files.0.join("before.json");
+    // Declared after the cgroups: dropped first, so every child is killed before they go.
+    let mut kids = Children::default();
+    let cpu = first_allowed_cpu();
+    let a = kids.push(spinner_in(&cg_a, cpu));
+    for _ in 0..2 {
+        kids.push(spinner_in(&cg_b, cpu));
+    }
+    thread::sleep(Duration::from_millis(300));
+
+    let out = doctor(&["--pid", &a.to_string(), "--duration", "1s", "--json"]);
+    no_panic(&out);
+    assert!(out.status.success(), "{out:?}");
+    let v = json_of(&out);
+    let pretty = serde_json::to_string_pretty(&v).unwrap();
+    let finding = v["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "busy-sibling-cgroup");
+    let finding = finding.unwrap_or_else(|| panic!("no busy-sibling-cgroup finding: {pretty}"));
+    let command = finding["commands"][0].as_str().expect("a command line").to_owned();
+    let names_b = format!("{} --idle", cg_b.cgroup_path);
+    assert!(command.starts_with("cotenant cgroup set ") && command.ends_with(&names_b), "{command}");
+    let wait_before = v["measurements"]["process"]["wait_fraction"].as_f64().expect("A's wait");
+    fs::write(&before, &out.stdout).expect("save the report");
+
+    // The printed line, word for word (the test cgroup's path needs no quoting).
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(words[0], "cotenant");
+    let applied = Command::new(bin()).args(&words[1..]).output().expect("cotenant cgroup set runs");
+    assert!(applied.status.success(), "{applied:?}");
+    let idle = fs::read_to_string(cg_b.cpu_dir(false).join("cpu.idle")).expect("read cpu.idle");
+    assert_eq!(idle.trim(), "1");
+    thread::sleep(Duration::from_millis(300));
+
+    let out = doctor(&[
+        "--pid",
+        &a.to_string(),
+        "--duration",
+        "1s",
+        "--json",
+        "--verify",
+        before.to_str().unwrap(),
+    ]);
+    no_panic(&out);
+    assert!(out.status.success(), "{out:?}");
+    let v = json_of(&out);
+    let pretty = serde_json::to_string_pretty(&v).unwrap();
+    let wait_after = v["measurements"]["process"]["wait_fraction"].as_f64().expect("A's wait");
+    let verify = &v["verify"];
+    let summary = verify["summary"].as_str().unwrap_or("no comparison");
+    eprintln!("{TEST}: A's run-queue wait {wait_before} → {wait_after} of its run time: {summary}");
+    assert!(wait_after < wait_before, "A's wait did not go down: {pretty}");
+    assert!(!kinds(&v).iter().any(|k| k == "busy-sibling-cgroup"), "the remedy is printed again: {pretty}");
+    assert_eq!(verify["before"]["wait_fraction"].as_f64(), Some(wait_before), "{verify}");
+    assert_eq!(verify["after"]["wait_fraction"].as_f64(), Some(wait_after), "{verify}");
+    assert_eq!(verify["resolved"][0].as_str(), Some(command.as_str()), "{verify}");
+    assert_eq!(verify["same_process"], true, "{verify}");
+}
+
+#[test]
+fn verify_refuses_a_file_that_is_no_saved_report() {
+    let files = TempDir::new("not-a-report");
+    let junk = files.0.join("junk.json");
+    fs::write(&junk, "{\"hello\": 1}").unwrap();
+    let pid = std::process::id().to_string();
+    for (file, says) in [
+        (junk.to_str().unwrap().to_owned(), "no schema_version"),
+        (files.0.join("missing.json").to_str().unwrap().to_owned(), "cannot open it"),
+        (files.0.to_str().unwrap().to_owned(), "not a regular file"),
+    ] {
+        let out = doctor(&["--pid", &pid, "--duration", "100ms", "--verify", &file]);
+        no_panic(&out);
+        assert_eq!(out.status.code(), Some(2), "{file}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("--verify {file}: ")) && err.contains(says), "{err}");
+    }
+    // --verify compares a process: without --pid it is a usage error.
+    let out = doctor(&["--duration", "100ms", "--verify", junk.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
 /// A pid with no `/proc` entry.
 fn missing_pid() -> u32 {
     (2_000_000_000u32..).find(|p| !Path::new(&format!("/proc/{p}")).exists()).unwrap()
+}
+
+/// The start time of live process `pid` (field 22 of `/proc/<pid>/stat`), which a status record
+/// must carry for its writer to count as alive.
+fn start_time(pid: u32) -> u64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).expect("read /proc/PID/stat");
+    status_record::start_time_from_stat(&stat).expect("a start time in /proc/PID/stat")
+}
+
+/// A status record as a pool's controller would write it, for process `pid` started at `start`
+/// in PID namespace `pid_ns`, with pools `(name, token set)` of 2 threads and a target of 1.
+fn status_record_of(
+    pid: u32,
+    start: u64,
+    pid_ns: Option<u64>,
+    comm: &str,
+    pools: &[(&str, Option<&str>)],
+) -> ProcessRecord {
+    ProcessRecord {
+        pid,
+        start_time: start,
+        pid_ns,
+        comm: comm.into(),
+        pools: pools
+            .iter()
+            .map(|&(name, set)| PoolRecord {
+                name: name.into(),
+                policy: "adaptive(tokens)".into(),
+                threads: 2,
+                target: 1,
+                tokens: if set.is_some() { "engaged".into() } else { "off".into() },
+                token_set: set.map(str::to_owned),
+                token_count: set.map(|_| 2),
+                ..PoolRecord::default()
+            })
+            .collect(),
+        ..ProcessRecord::default()
+    }
+}
+
+/// A status folder as pools make it: private (mode 0700), holding `records`.
+fn status_folder(parent: &Path, name: &str, records: &[&ProcessRecord]) -> PathBuf {
+    let dir = parent.join(name);
+    fs::DirBuilder::new().mode(0o700).create(&dir).expect("create a status folder");
+    for record in records {
+        let file = dir.join(status_record::file_name(record.pid));
+        fs::write(file, status_record::render(record)).expect("write a status record");
+    }
+    dir
+}
+
+/// The doctor on this test process, reading the status records in `dir`.
+fn doctor_with_records(dir: &Path, json: bool) -> Output {
+    let mut cmd = Command::new(bin());
+    cmd.args(["doctor", "--pid", &std::process::id().to_string(), "--duration", "100ms"]);
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd.env(status_record::STATUS_DIR_ENV, dir).output().expect("cotenant doctor runs");
+    no_panic(&out);
+    assert!(out.status.success(), "{out:?}");
+    out
+}
+
+/// The doctor names the process's cooperating neighbours from the status records that pools
+/// publish. No pool runs: the records are written here, for two live processes whose start
+/// times are read from `/proc` (this test process and a `sleep` it starts), so the liveness
+/// check passes whatever the timing; a record of a pid that does not exist is left out (and
+/// left in place). Then the three other answers: no record of this process, a record that
+/// shares its set with nobody, and a folder others may write.
+#[test]
+fn the_cooperating_neighbours_are_named_from_the_status_records() {
+    let files = TempDir::new("status");
+    let mut kids = Children::default();
+    let sleep = Command::new("sleep").arg("600").stdin(Stdio::null()).stdout(Stdio::null()).spawn();
+    let sleeper = kids.push(sleep.expect("spawn sleep"));
+    let me = std::process::id();
+    // The namespace the doctor runs in too: a record of another one is not read.
+    let pid_ns = fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .and_then(|target| target.to_str().and_then(status_record::pid_ns_from_link));
+    let set = "doctor-test-web";
+    let mine = status_record_of(me, start_time(me), pid_ns, "api", &[("cpu", Some(set)), ("local", None)]);
+    let theirs = status_record_of(sleeper, start_time(sleeper), pid_ns, "sleep", &[("work", Some(set))]);
+    let dead_pid = missing_pid();
+    let dead = status_record_of(dead_pid, 1, pid_ns, "gone", &[("work", Some(set))]);
+    let label = "cooperating neighbours (sharing host CPU tokens): ";
+
+    let dir = status_folder(&files.0, "shared", &[&mine, &theirs, &dead]);
+    let out = doctor_with_records(&dir, false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = format!("{label}pid {sleeper} sleep (set {set}: pool work; target 1 of 2 threads)\n");
+    assert!(text.contains(&line), "no line {line:?} in:\n{text}");
+    assert!(text.find(&line) < text.find("Measurements:"), "after the findings, before the numbers: {text}");
+    let v = json_of(&doctor_with_records(&dir, true));
+    let c = &v["cooperating_neighbours"];
+    assert_eq!(c["status_dir"].as_str(), dir.to_str(), "{c}");
+    assert_eq!((c["published"].as_bool(), c["error"].is_null()), (Some(true), true), "{c}");
+    let pids: Vec<u64> =
+        c["neighbours"].as_array().unwrap().iter().map(|n| n["pid"].as_u64().unwrap()).collect();
+    assert_eq!(pids, [u64::from(sleeper)], "only the live neighbour: {c}");
+    assert_eq!(c["neighbours"][0]["pools"][0], "work", "{c}");
+    assert!(dir.join(status_record::file_name(dead_pid)).exists(), "the doctor removes nothing");
+
+    let dir = status_folder(&files.0, "without-mine", &[&theirs]);
+    let text = String::from_utf8_lossy(&doctor_with_records(&dir, false).stdout).into_owned();
+    let line = format!("{label}process {me} runs no cotenant pool that publishes a status record");
+    assert!(text.contains(&line), "no line {line:?} in:\n{text}");
+
+    let alone = status_record_of(me, start_time(me), pid_ns, "api", &[("cpu", Some("doctor-test-alone"))]);
+    let dir = status_folder(&files.0, "alone", &[&alone, &theirs]);
+    let text = String::from_utf8_lossy(&doctor_with_records(&dir, false).stdout).into_owned();
+    assert!(text.contains(&format!("{label}none\n")), "{text}");
+
+    // A folder others may write could hold faked neighbours: refused, named, and the diagnosis
+    // goes on (exit 0, asserted by doctor_with_records).
+    let dir = status_folder(&files.0, "open", &[&mine, &theirs]);
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).expect("chmod 0777");
+    let text = String::from_utf8_lossy(&doctor_with_records(&dir, false).stdout).into_owned();
+    let said = text.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("no line in:\n{text}"));
+    assert!(said.contains("cannot tell") && said.contains("not trusted"), "{said}");
+    assert!(said.contains(dir.to_str().unwrap()), "{said}");
+    assert!(text.contains("Most likely:") && text.contains("Measurements:"), "{text}");
 }
 
 #[test]

@@ -207,6 +207,7 @@ fn isolation_quick_runs_every_scenario_with_both_tenants() {
     }
     // The idle-cgroup scenarios run wherever cgroups have cpu.idle (Linux 5.15+).
     assert_eq!(scenarios.contains(&"cgroup-idle"), scenarios.contains(&"background-cgroup-idle"));
+    assert_eq!(scenarios.contains(&"cgroup-idle"), scenarios.contains(&"cgroup-set-idle"));
     for row in rows {
         assert_eq!(row["errors"], 0, "every request answered: {row}");
         assert!(row["completed"].as_u64().unwrap() > 0 && row["p99_us"].as_f64().unwrap() > 0.0, "{row}");

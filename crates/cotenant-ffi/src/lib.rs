@@ -415,15 +415,22 @@ pub unsafe extern "C" fn cotenant_pool_try_submit(
 /// JSON's length in bytes (without the terminating NUL), and has written the JSON and a NUL
 /// if and only if that length is less than `len`. With a smaller `len` it writes only an empty
 /// string (when `len` > 0), never a cut JSON. Ask for the size with `buf` NULL and `len` 0, then
-/// call again with a larger buffer: the counters may have grown a digit meanwhile, so allow
-/// some room (64 bytes) or repeat while the result is not less than `len`.
+/// call again with a larger buffer: the counters and the histograms' counts may have grown
+/// meanwhile, so allow some room (256 bytes) or repeat while the result is not less than `len`.
+/// The JSON of a pool made here is under 4096 bytes, whatever its counts.
 ///
 /// The fields are those of the library's `Metrics`: `threads`, `target`, `running`, `queued`,
 /// `queue_capacity` (gauges), `completed`, `caller_ran`, `rejected`, `panicked`, `decisions`,
 /// `sample_errors`, `borrows`, `token_timeouts`, `token_takes`, `token_errors`,
 /// `token_fallback_periods`, `token_takebacks`, `degradations` (counters), `host_tokens`
 /// ("off", "unavailable", "alone" or "engaged"), `alerts` (the health alerts raised, by name),
-/// and `budget` and `elastic` (null for pools made here).
+/// `budget` and `elastic` (null for pools made here), and the histograms `queue_wait` (for
+/// each task run, from its submission to a worker taking it) and `run_time` (the time a worker
+/// spent running it). Each histogram is `{"count": N, "sum_ns": S, "buckets": [[1000, c],
+/// [2000, c], ..., [null, N]]}`: the tasks counted, the sum of their times in nanoseconds, and
+/// 25 pairs of a bucket's upper bound in nanoseconds (1000, 2000, 4000, ... 8388608000, about
+/// 8.4 s, then null: no bound) and the tasks at or below that bound, counted cumulatively, so
+/// the last count is N. A quantile q lies in the first bucket whose count reaches q * N.
 ///
 /// Returns the length, or `COTENANT_ERR_NULL` (pool is NULL, or buf is NULL with len > 0).
 ///

@@ -266,6 +266,31 @@ fn metrics(pool: *const CotenantPool) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// Checks the form of a histogram in the metrics JSON (documented at
+/// `cotenant_pool_metrics_json`) and returns its count: 25 pairs of a bound in nanoseconds
+/// (1 µs doubling, then null) and a cumulative count that never falls and ends at `count`.
+fn histogram_count(histogram: &serde_json::Value) -> u64 {
+    let count = histogram["count"].as_u64().unwrap_or_else(|| panic!("no count in {histogram}"));
+    assert!(histogram["sum_ns"].is_u64(), "{histogram}");
+    let buckets = histogram["buckets"].as_array().unwrap_or_else(|| panic!("no buckets in {histogram}"));
+    assert_eq!(buckets.len(), cotenant::metrics::histogram::BOUNDS + 1, "{histogram}");
+    let mut previous = 0;
+    for (i, pair) in buckets.iter().enumerate() {
+        let pair = pair.as_array().unwrap_or_else(|| panic!("bucket {i} is not a pair: {histogram}"));
+        assert_eq!(pair.len(), 2, "{histogram}");
+        if i < cotenant::metrics::histogram::BOUNDS {
+            assert_eq!(pair[0].as_u64(), Some(1_000u64 << i), "bucket {i}'s bound: {histogram}");
+        } else {
+            assert!(pair[0].is_null(), "the last bucket has no bound: {histogram}");
+        }
+        let cumulative = pair[1].as_u64().unwrap_or_else(|| panic!("bucket {i}'s count: {histogram}"));
+        assert!(cumulative >= previous, "cumulative counts never fall: {histogram}");
+        previous = cumulative;
+    }
+    assert_eq!(previous, count, "the last bucket counts every task: {histogram}");
+    count
+}
+
 #[test]
 fn try_submit_to_a_full_queue_is_refused_and_loses_no_task() {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -303,6 +328,10 @@ fn try_submit_to_a_full_queue_is_refused_and_loses_no_task() {
     assert_eq!(snapshot["running"], 1);
     assert_eq!(snapshot["rejected"], 1);
     assert_eq!(snapshot["completed"], 0);
+    // The held task is running: its queue wait was recorded when the worker started it, its
+    // run time will be when it ends; the two queued tasks are in neither yet.
+    assert_eq!(histogram_count(&snapshot["queue_wait"]), 1, "{snapshot}");
+    assert_eq!(histogram_count(&snapshot["run_time"]), 0, "{snapshot}");
 }
 
 #[test]
@@ -383,8 +412,10 @@ fn the_metrics_json_has_every_field_of_metrics() {
             "host_tokens",
             "panicked",
             "queue_capacity",
+            "queue_wait",
             "queued",
             "rejected",
+            "run_time",
             "running",
             "sample_errors",
             "target",
@@ -402,6 +433,10 @@ fn the_metrics_json_has_every_field_of_metrics() {
     assert!(threads >= 1 && (1..=threads).contains(&target), "{snapshot}");
     assert!(["off", "unavailable", "alone", "engaged"].contains(&snapshot["host_tokens"].as_str().unwrap()));
     assert!(snapshot["alerts"].is_array() && snapshot["budget"].is_null() && snapshot["elastic"].is_null());
+    // Pools made here time their tasks (the library's default): both histograms are there,
+    // empty while no task has run.
+    assert_eq!(histogram_count(&snapshot["queue_wait"]), 0, "{snapshot}");
+    assert_eq!(histogram_count(&snapshot["run_time"]), 0, "{snapshot}");
 }
 
 #[test]

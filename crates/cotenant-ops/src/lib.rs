@@ -29,6 +29,7 @@ pub mod output;
 pub mod private_dir;
 pub mod size_pid;
 pub mod stats;
+pub mod status;
 pub mod usage;
 pub mod values;
 

@@ -21,7 +21,7 @@
 //! | [`cpus`] | [`cpus::Limit`]: the CPU count, every source it came from, cheap refresh |
 //! | [`pool`] | [`Pool`], [`Builder`], [`Task`], [`Full`]: the friendly pool |
 //! | [`policy`] | [`Policy`]: pure decisions from a [`policy::Sample`] |
-//! | [`metrics`] | [`Metrics`]: a pool's counters, Display and Prometheus text |
+//! | [`metrics`] | [`Metrics`]: a pool's counters and task-time histograms, Display; [`metrics::Registry`]: every pool, the CPU limit and the token sets as one Prometheus exposition |
 //! | [`health`] | four pool health alerts over a sliding window (pure), from "Thread Pool Sizing and the Contention Cliff" |
 //! | [`sizing`] | pool sizes for work that waits: the utilisation formula, Little's law (the same chapter) |
 //! | [`tokens`] | host CPU tokens: cooperating pools never run more tasks at once than CPUs |
@@ -84,7 +84,7 @@ pub use cpus::Rounding;
 #[deprecated(since = "0.2.0", note = "renamed `cotenant::cpus::Limit`")]
 pub type CpuBudget = cpus::Limit;
 pub use metrics::Metrics;
-pub use metrics::{BudgetMetrics, ElasticMetrics};
+pub use metrics::{BudgetMetrics, ElasticMetrics, Histogram};
 pub use policy::Policy;
 #[cfg(not(loom))]
 pub use pool::checkpoint;

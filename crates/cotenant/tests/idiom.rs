@@ -743,3 +743,78 @@ fn cpus_get_is_the_detected_limit_rounded_down_and_at_least_one() {
         Err(_) => assert_eq!(threads, std::thread::available_parallelism().map_or(1, |n| n.get())),
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A worker waiting on its own pool keeps helping: tasks queued after it began to wait run.
+
+/// What the waited-for task does on the other worker: says it started, waits until the waiter
+/// has surely begun to wait (50 ms; only the failure this guards against depends on it), then
+/// queues a task and blocks until that task ran. Nothing but the waiting worker can run it:
+/// the other worker is the one blocked here.
+fn queue_one_and_wait_for_it(pool: &Arc<Pool>, started: mpsc::Sender<()>) {
+    started.send(()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let (ran, has_run) = mpsc::channel::<()>();
+    pool.execute(move || ran.send(()).unwrap());
+    has_run.recv_timeout(GUARD).expect("the task queued while a worker waited never ran");
+}
+
+#[test]
+fn a_worker_joining_a_task_runs_what_that_task_queues_while_it_waits() {
+    let pool = Arc::new(fixed(2).build().unwrap());
+    let inner = pool.clone();
+    within("join on a worker", move || {
+        let outer = inner.clone();
+        inner
+            .spawn(move || {
+                let (started, has_started) = mpsc::channel();
+                let pool = outer.clone();
+                let b = outer.spawn(move || queue_one_and_wait_for_it(&pool, started));
+                has_started.recv_timeout(GUARD).unwrap(); // b runs on the other worker
+                b.join().unwrap();
+            })
+            .join()
+            .unwrap()
+    });
+}
+
+#[test]
+fn a_worker_in_a_scope_runs_what_its_tasks_queue_while_it_waits() {
+    let pool = Arc::new(fixed(2).build().unwrap());
+    let inner = pool.clone();
+    within("scope on a worker", move || {
+        let outer = inner.clone();
+        inner
+            .spawn(move || {
+                let (started, has_started) = mpsc::channel();
+                let pool = outer.clone();
+                outer.scope(|scope| {
+                    scope.spawn(move |_| queue_one_and_wait_for_it(&pool, started));
+                    has_started.recv_timeout(GUARD).unwrap(); // on the other worker
+                });
+            })
+            .join()
+            .unwrap()
+    });
+}
+
+#[test]
+fn a_worker_in_pool_join_runs_what_b_queues_while_it_waits() {
+    let pool = Arc::new(fixed(2).build().unwrap());
+    let inner = pool.clone();
+    within("Pool::join on a worker", move || {
+        let outer = inner.clone();
+        inner
+            .spawn(move || {
+                let (started, has_started) = mpsc::channel();
+                let pool = outer.clone();
+                // `a` returns once `b` runs on the other worker; the caller then waits for `b`.
+                outer.join(
+                    || has_started.recv_timeout(GUARD).unwrap(),
+                    move || queue_one_and_wait_for_it(&pool, started),
+                );
+            })
+            .join()
+            .unwrap()
+    });
+}

@@ -3,7 +3,7 @@
 
 use crate::{
     args::{CgroupArgs, CgroupCommand, CgroupSetArgs},
-    cgroup_set::{self, Applied, Request},
+    cgroup_set::{self, Applied, Request, Version},
     exit, usage,
 };
 use anyhow::Context;
@@ -21,7 +21,18 @@ fn set(args: &CgroupSetArgs) -> anyhow::Result<ExitCode> {
     if !root.is_dir() {
         return usage::bail(format!("--root {}: not a directory", root.display()));
     }
-    let request = Request { cpus: args.cpus, period_us: args.period_us, burst_us: args.burst_us };
+    let idle = match (args.idle, args.no_idle) {
+        (true, _) => Some(true),
+        (false, true) => Some(false),
+        (false, false) => None,
+    };
+    let request = Request {
+        cpus: args.cpus,
+        period_us: args.period_us,
+        burst_us: args.burst_us,
+        idle,
+        weight: args.weight,
+    };
     let outcome = cgroup_set::resolve(&args.cgroup, &root).and_then(|dir| cgroup_set::set(&dir, &request));
     let outcome = match outcome {
         Ok(o) => o,
@@ -36,27 +47,60 @@ fn set(args: &CgroupSetArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_writer_pretty(&mut out, &SetJson::new(&outcome))?;
         writeln!(out)?;
     } else {
-        out.write_all(text(&outcome).as_bytes())?;
+        out.write_all(text(&outcome, &request).as_bytes())?;
     }
     out.flush().context("writing to stdout")?;
     Ok(ExitCode::from(exit::OK))
 }
 
-/// The human output: one line when unchanged, else one line per write, old → new.
-fn text(o: &Applied) -> String {
+/// The human output: one line when unchanged (the settings asked about, as they are), else one
+/// line per write, old → new, and a note when leaving idle reset the weight.
+fn text(o: &Applied, request: &Request) -> String {
     let dir = o.dir.display();
     if o.writes.is_empty() {
+        return format!("{dir}: unchanged ({})\n", settings(o, request).join("; "));
+    }
+    let mut out: String =
+        o.writes.iter().map(|w| format!("{dir}: updated {}: {:?} → {:?}\n", w.file, w.old, w.new)).collect();
+    if o.left_idle() && request.weight.is_none() {
+        let version = o.scheduling.version;
+        out.push_str(&format!(
+            "{dir}: no longer idle, so the kernel put the weight back to its default ({} {})\n",
+            version.weight_file(),
+            version.default_weight_value()
+        ));
+    }
+    out
+}
+
+/// The settings a request asked about, in words, as they are now.
+fn settings(o: &Applied, request: &Request) -> Vec<String> {
+    let mut parts = Vec::new();
+    if request.cpus.is_some() {
         let now = &o.now;
-        return match now.quota_us {
+        parts.push(match now.quota_us {
             Some(q) => format!(
-                "{dir}: unchanged (quota {q} µs per {} µs period = {:.2} CPUs)\n",
+                "quota {q} µs per {} µs period = {:.2} CPUs",
                 now.period_us,
                 q as f64 / now.period_us as f64
             ),
-            None => format!("{dir}: unchanged (no quota, {} µs period)\n", now.period_us),
-        };
+            None => format!("no quota, {} µs period", now.period_us),
+        });
     }
-    o.writes.iter().map(|w| format!("{dir}: updated {}: {:?} → {:?}\n", w.file, w.old, w.new)).collect()
+    if request.idle.is_some() {
+        parts.push(match o.scheduling.idle {
+            Some(true) => "idle".to_owned(),
+            Some(false) => "not idle".to_owned(),
+            None => "not idle: this kernel has no cpu.idle".to_owned(),
+        });
+    }
+    if let (Some(asked), Some(value)) = (request.weight, o.scheduling.weight) {
+        parts.push(match o.scheduling.version {
+            Version::V1 => format!("cpu.shares {value} for weight {asked}"),
+            Version::V2 => format!("cpu.weight {value}"),
+        });
+    }
+    parts
 }
 
 /// `cotenant cgroup set --json` (a public interface: add fields, never rename).
@@ -77,6 +121,12 @@ struct SetJson {
     quota_us: Option<u64>,
     /// `null` when the kernel has no burst file.
     burst_us: Option<u64>,
+    /// `cpu.idle` now; `null` when the kernel has no `cpu.idle` (before Linux 5.15).
+    idle: Option<bool>,
+    /// v2 `cpu.weight` now; `null` on v1 or without the file.
+    weight: Option<u64>,
+    /// v1 `cpu.shares` now; `null` on v2 or without the file.
+    shares: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -89,6 +139,7 @@ struct WriteJson {
 impl SetJson {
     fn new(o: &Applied) -> SetJson {
         let now = &o.now;
+        let s = &o.scheduling;
         SetJson {
             cgroup: o.dir.display().to_string(),
             version: now.version.as_str(),
@@ -102,6 +153,9 @@ impl SetJson {
             period_us: now.period_us,
             quota_us: now.quota_us,
             burst_us: now.burst_us,
+            idle: s.idle,
+            weight: s.weight.filter(|_| s.version == Version::V2),
+            shares: s.weight.filter(|_| s.version == Version::V1),
         }
     }
 }

@@ -1,5 +1,6 @@
-//! `cotenant doctor`: runs [`crate::doctor::diagnose`] and prints the report; the exit code
-//! says whether the process asked about could be diagnosed.
+//! `cotenant doctor`: runs [`crate::doctor::diagnose`] and prints the report, compared with a
+//! report saved before a change when `--verify` names one; the exit code says whether the
+//! process asked about could be diagnosed.
 
 use crate::{args::DoctorArgs, doctor, exit, usage};
 use anyhow::Context;
@@ -10,8 +11,19 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     if !root.is_dir() {
         return usage::bail(format!("--root {}: not a directory", root.display()));
     }
+    // Read before sampling: a wrong file is said at once, not after the sample.
+    let baseline = match &args.verify {
+        Some(file) => match doctor::verify::read_baseline(file) {
+            Ok(baseline) => Some(baseline),
+            Err(why) => return usage::bail(format!("--verify {}: {why}", file.display())),
+        },
+        None => None,
+    };
     let opts = doctor::DoctorOptions { pid: args.pid, duration: args.duration, root };
-    let report = doctor::diagnose(&opts);
+    let mut report = doctor::diagnose(&opts);
+    if let Some(baseline) = &baseline {
+        report.verify = Some(doctor::verify::compare(baseline, &report));
+    }
     let mut out = std::io::stdout().lock();
     let text = if args.json { doctor::render::json(&report) } else { doctor::render::text(&report) };
     out.write_all(text.as_bytes())?;

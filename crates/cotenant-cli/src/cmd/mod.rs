@@ -10,3 +10,4 @@ pub mod preload;
 pub mod run;
 pub mod size;
 pub mod tokens;
+pub mod top;

@@ -14,7 +14,7 @@
 //! |---|---|
 //! | `plan.rs` | pure: the scenarios, which of them run on this host, the pinned CPU split, the doctor's sample |
 //! | `one_run.rs` | one run: both tenants started in their cgroups, the load, the doctor, B's report |
-//! | `report.rs` | pure: runs reduced to medians per scenario, the ratios, table, verdicts and doctor lines |
+//! | `report.rs` | pure: runs reduced to medians per scenario, the ratios, table, verdicts (run by run for `cgroup-set-idle`) and doctor lines |
 //!
 //! `run` (here) goes through them: plan, every run repeat by repeat, rows as they are measured
 //! (typed as `RunRow` and `MeasuredRow`), then the report.
@@ -26,7 +26,10 @@ mod report;
 mod tests;
 
 pub use plan::{chosen_scenarios, doctor_sample, split_cpus, BCgroup, Scenario, SCENARIOS};
-pub use report::{aggregate, doctor_lines, ratios, table, verdicts, Aggregate, Diagnosis, RunFigures};
+pub use report::{
+    aggregate, doctor_lines, ratios, run_verdict, runs_meeting_targets, table, verdicts, Aggregate,
+    Diagnosis, RunFigures, B_TARGET, P99_TARGET,
+};
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -190,6 +193,12 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
     if !has_cpu_idle {
         report.push_str("\nThe cgroup-idle scenarios were skipped: this kernel's cgroups have no cpu.idle (Linux 5.15+).\n");
     }
+    if scenarios.contains(&Scenario::CgroupSetIdle) && has_cpu_idle {
+        report.push_str(
+            "\n`cgroup-set-idle`: B's cgroup made idle by the code of `cotenant cgroup set --idle` (the \
+             remedy `cotenant doctor` prints for a busy sibling cgroup), judged run by run in the verdicts.\n",
+        );
+    }
     let _ = writeln!(report, "\nB ran as: {}.", priorities.join("; "));
     let _ = writeln!(
         report,
@@ -208,6 +217,9 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
     }
     outcome.report = report;
     outcome.verdicts = verdicts(&aggregates);
+    outcome.verdicts.extend(
+        scenarios.iter().zip(&runs).filter_map(|(&scenario, runs)| run_verdict(scenario, &aggregates, runs)),
+    );
     outcome.charts = vec![Chart {
         file_stem: "percentiles".into(),
         title: "tenant A's latency by percentile".into(),

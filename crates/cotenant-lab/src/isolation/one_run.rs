@@ -4,6 +4,7 @@
 
 use std::io::BufReader;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -13,6 +14,7 @@ use crate::runner::{self, LabChild, WorkerFailed};
 use crate::tenants::{read_port, BatchReport};
 use crate::{loadgen, Lab};
 use cotenant_ops::cgroup::{Cgroup, Layout, LAB_PREFIX};
+use cotenant_ops::cgroup_set;
 
 use super::plan::{doctor_sample, split_cpus, BCgroup, Scenario};
 use super::report::{Diagnosis, RunFigures};
@@ -56,8 +58,19 @@ pub(super) fn run_once(
     Cgroup::set_weight(layout, cg_a.cpu_dir(false), 100).context("setting A's weight")?;
     let b_weight = if scenario == Scenario::Weighted { 10 } else { 100 };
     Cgroup::set_weight(layout, cg_b.cpu_dir(false), b_weight).context("setting B's weight")?;
-    if scenario.b_cgroup() == BCgroup::OwnIdle {
-        Cgroup::set_idle(cg_b.cpu_dir(false), true).context("marking B's cgroup idle (cpu.idle)")?;
+    match scenario.b_cgroup() {
+        BCgroup::OwnIdle => {
+            Cgroup::set_idle(cg_b.cpu_dir(false), true).context("marking B's cgroup idle (cpu.idle)")?;
+        }
+        BCgroup::OwnIdleByCgroupSet => {
+            // The command's own path (resolve, read, plan, write what differs, read back), not a
+            // write of our own: this scenario measures the remedy the doctor prints.
+            let request = cgroup_set::Request { idle: Some(true), ..cgroup_set::Request::default() };
+            cgroup_set::resolve(cg_b.cpu_dir(false), Path::new("/"))
+                .and_then(|target| cgroup_set::set(&target, &request))
+                .context("marking B's cgroup idle with `cotenant cgroup set --idle`")?;
+        }
+        BCgroup::Own | BCgroup::SharedWithA => {}
     }
 
     let mut a_args = vec!["lab-tenant", "server", "--parent", &parent];

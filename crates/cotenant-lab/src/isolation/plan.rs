@@ -29,6 +29,9 @@ pub enum Scenario {
     Idle,
     /// B's threads at normal priority, B's cgroup marked idle (`cpu.idle` = 1, Linux 5.15+).
     CgroupIdle,
+    /// B's threads at normal priority, B's cgroup made idle by `cotenant cgroup set --idle`
+    /// (the remedy `cotenant doctor` prints), judged run by run.
+    CgroupSetIdle,
     /// B's work on a cotenant adaptive pool.
     Cooperative,
     /// B's work on a cotenant background pool (`SCHED_IDLE` workers, fed from `SCHED_IDLE`).
@@ -45,7 +48,7 @@ pub enum Scenario {
 }
 
 /// Every scenario, in table order.
-pub const SCENARIOS: [Scenario; 14] = [
+pub const SCENARIOS: [Scenario; 15] = [
     Scenario::Baseline,
     Scenario::BaselinePinned,
     Scenario::Unisolated,
@@ -54,6 +57,7 @@ pub const SCENARIOS: [Scenario; 14] = [
     Scenario::Nice,
     Scenario::Idle,
     Scenario::CgroupIdle,
+    Scenario::CgroupSetIdle,
     Scenario::Cooperative,
     Scenario::Background,
     Scenario::BackgroundCgroupIdle,
@@ -69,6 +73,8 @@ pub enum BCgroup {
     Own,
     /// In its own cgroup, marked idle (`cpu.idle` = 1).
     OwnIdle,
+    /// In its own cgroup, made idle by `cotenant cgroup set --idle` (`cgroup_set::set`).
+    OwnIdleByCgroupSet,
     /// In A's cgroup.
     SharedWithA,
 }
@@ -85,6 +91,7 @@ impl Scenario {
             Scenario::Nice => "nice",
             Scenario::Idle => "idle",
             Scenario::CgroupIdle => "cgroup-idle",
+            Scenario::CgroupSetIdle => "cgroup-set-idle",
             Scenario::Cooperative => "cooperative",
             Scenario::Background => "background",
             Scenario::BackgroundCgroupIdle => "background-cgroup-idle",
@@ -102,6 +109,7 @@ impl Scenario {
             | Scenario::Weighted
             | Scenario::Pinned
             | Scenario::CgroupIdle
+            | Scenario::CgroupSetIdle
             | Scenario::UnisolatedOneCgroup => Some(&["--mode", "plain"]),
             Scenario::Nice => Some(&["--mode", "plain", "--priority", "nice"]),
             Scenario::Idle | Scenario::IdleOneCgroup => Some(&["--mode", "plain", "--priority", "idle"]),
@@ -116,11 +124,23 @@ impl Scenario {
     pub fn b_cgroup(self) -> BCgroup {
         match self {
             Scenario::CgroupIdle | Scenario::BackgroundCgroupIdle => BCgroup::OwnIdle,
+            Scenario::CgroupSetIdle => BCgroup::OwnIdleByCgroupSet,
             Scenario::UnisolatedOneCgroup | Scenario::IdleOneCgroup | Scenario::BackgroundOneCgroup => {
                 BCgroup::SharedWithA
             }
             _ => BCgroup::Own,
         }
+    }
+
+    /// Whether B's cgroup is made idle, which needs `cpu.idle` (Linux 5.15+).
+    pub fn needs_cpu_idle(self) -> bool {
+        matches!(self.b_cgroup(), BCgroup::OwnIdle | BCgroup::OwnIdleByCgroupSet)
+    }
+
+    /// Whether the scenario is judged run by run ([`super::run_verdict`]): A's p99 within 1.2x
+    /// the baseline's and B at 90 % of its unisolated throughput in at least 4 runs of 5.
+    pub fn judged_per_run(self) -> bool {
+        self == Scenario::CgroupSetIdle
     }
 
     /// Whether this is one of the background-pool scenarios the target applies to.
@@ -154,7 +174,8 @@ pub fn doctor_sample(window: Duration) -> Duration {
 }
 
 /// The scenarios to run: the requested ones (all when none), always with baseline and
-/// unisolated (the ratios' denominators), in table order; pinned only with a cpuset controller.
+/// unisolated (the ratios' denominators), in table order; pinned only with a cpuset controller,
+/// the idle-cgroup scenarios only where cgroups have `cpu.idle`.
 pub fn chosen_scenarios(requested: &[Scenario], has_cpuset: bool, has_cpu_idle: bool) -> Vec<Scenario> {
     SCENARIOS
         .iter()
@@ -165,6 +186,6 @@ pub fn chosen_scenarios(requested: &[Scenario], has_cpuset: bool, has_cpu_idle: 
                 || matches!(s, Scenario::Baseline | Scenario::Unisolated)
         })
         .filter(|s| *s != Scenario::Pinned || has_cpuset)
-        .filter(|s| s.b_cgroup() != BCgroup::OwnIdle || has_cpu_idle)
+        .filter(|s| !s.needs_cpu_idle() || has_cpu_idle)
         .collect()
 }

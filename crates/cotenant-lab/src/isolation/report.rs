@@ -1,6 +1,7 @@
 //! The reduction of `lab isolation`, pure: one run's figures, a scenario's medians over its
-//! repeats, the ratios to the baseline and the unisolated batch, the table, the verdicts, and
-//! the doctor's findings tallied per scenario.
+//! repeats, the ratios to the baseline and the unisolated batch, the table, the verdicts (on
+//! medians, and run by run for `cgroup-set-idle`), and the doctor's findings tallied per
+//! scenario.
 
 use std::fmt::Write as _;
 
@@ -92,6 +93,51 @@ pub fn verdicts(aggregates: &[Aggregate]) -> Vec<String> {
         ));
     }
     out
+}
+
+/// A's p99 at most this many times the baseline's (median) in the targets' lines.
+pub const P99_TARGET: f64 = 1.2;
+/// B's throughput at least this share of its unisolated one (median) in the targets' lines:
+/// the table's reference for B, B next to an A it does not yield to.
+pub const B_TARGET: f64 = 0.9;
+
+/// How many of a scenario's runs meet both targets, each run against the baseline's median
+/// p99 and the unisolated median throughput; `None` without a baseline or unisolated run.
+pub fn runs_meeting_targets(aggregates: &[Aggregate], runs: &[RunFigures]) -> Option<usize> {
+    let base_p99 = find(aggregates, Scenario::Baseline)?.latency_us[2];
+    let b_ref = find(aggregates, Scenario::Unisolated)?.b_chunks_per_s;
+    if !(base_p99 > 0.0 && b_ref > 0.0) {
+        return None;
+    }
+    // NaN (B did not run) compares false: such a run does not meet the target.
+    let meets =
+        |r: &&RunFigures| r.latency_us[2] / base_p99 <= P99_TARGET && r.b_chunks_per_s / b_ref >= B_TARGET;
+    Some(runs.iter().filter(meets).count())
+}
+
+/// The run-by-run verdict of a scenario judged so ([`Scenario::judged_per_run`]): A's p99 within
+/// [`P99_TARGET`] of the baseline's and B at [`B_TARGET`] of its unisolated throughput in at
+/// least 4 runs of 5 (four fifths, rounded up, of the runs made); `None` for other scenarios or
+/// without runs.
+pub fn run_verdict(scenario: Scenario, aggregates: &[Aggregate], runs: &[RunFigures]) -> Option<String> {
+    if !scenario.judged_per_run() || runs.is_empty() {
+        return None;
+    }
+    let needed = (4 * runs.len()).div_ceil(5);
+    let head = format!(
+        "{} (B's cgroup made idle by `cotenant cgroup set --idle`): A's p99 at most {P99_TARGET}x the \
+         baseline's and B at least {:.0}% of its unisolated throughput",
+        scenario.name(),
+        B_TARGET * 100.0
+    );
+    Some(match runs_meeting_targets(aggregates, runs) {
+        Some(met) => format!(
+            "{head} in {met} of {} runs (target at least {needed}): {}",
+            runs.len(),
+            if met >= needed { "met" } else { "NOT met" }
+        ),
+        None => format!("{head}: cannot be judged without baseline and unisolated runs"),
+    })
 }
 
 /// The Markdown table, with the seed's figures beside ours.

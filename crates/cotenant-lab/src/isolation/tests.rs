@@ -1,5 +1,5 @@
 //! Unit tests of `lab isolation`'s pure parts: the CPU split, the medians and ratios, the
-//! verdicts and table, the scenarios chosen, and the doctor's lines.
+//! verdicts (on medians and run by run) and table, the scenarios chosen, and the doctor's lines.
 
 use super::*;
 
@@ -53,6 +53,7 @@ fn baseline_and_unisolated_always_run_and_missing_controllers_skip_their_scenari
     let without = chosen_scenarios(&[], false, false);
     assert!(!without.contains(&Scenario::Pinned));
     assert!(!without.contains(&Scenario::CgroupIdle) && !without.contains(&Scenario::BackgroundCgroupIdle));
+    assert!(!without.contains(&Scenario::CgroupSetIdle), "cgroup set --idle needs cpu.idle too");
     assert!(without.contains(&Scenario::BackgroundOneCgroup), "needs no controller beyond cpu");
 }
 
@@ -73,4 +74,53 @@ fn doctor_lines_count_each_top_finding_over_the_repeats() {
             "unisolated: cpu-contention 2/3, cpu-pressure 1/3 — \"cpu-pressure: ...\"".to_owned(),
         ]
     );
+}
+
+#[test]
+fn cgroup_set_idle_is_a_scenario_of_its_own_with_b_made_idle_by_the_command() {
+    assert_eq!(Scenario::CgroupSetIdle.name(), "cgroup-set-idle");
+    assert_eq!(Scenario::CgroupSetIdle.b_cgroup(), BCgroup::OwnIdleByCgroupSet);
+    assert_eq!(Scenario::CgroupSetIdle.batch_args(), Scenario::CgroupIdle.batch_args());
+    assert!(Scenario::CgroupSetIdle.needs_cpu_idle() && Scenario::CgroupIdle.needs_cpu_idle());
+    assert!(!Scenario::Idle.needs_cpu_idle());
+    // Right after cgroup-idle in the table, and chosen alone with the two references.
+    let at = SCENARIOS.iter().position(|s| *s == Scenario::CgroupSetIdle).unwrap();
+    assert_eq!(SCENARIOS[at - 1], Scenario::CgroupIdle);
+    assert_eq!(
+        chosen_scenarios(&[Scenario::CgroupSetIdle], false, true),
+        vec![Scenario::Baseline, Scenario::Unisolated, Scenario::CgroupSetIdle]
+    );
+    // Every scenario has a distinct name (they key the rows).
+    let mut names: Vec<&str> = SCENARIOS.iter().map(|s| s.name()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), SCENARIOS.len());
+}
+
+#[test]
+fn cgroup_set_idle_is_judged_run_by_run_four_of_five() {
+    let aggs = [
+        aggregate(Scenario::Baseline, &[run(1000.0, f64::NAN)]),
+        aggregate(Scenario::Unisolated, &[run(8000.0, 100.0)]),
+    ];
+    // p99 ≤ 1.2 ms and B ≥ 90 chunks/s: the fourth run fails on A, the fifth on B.
+    let runs = [run(1100.0, 95.0), run(1200.0, 90.0), run(900.0, 99.0), run(1300.0, 99.0), run(1000.0, 80.0)];
+    assert_eq!(runs_meeting_targets(&aggs, &runs), Some(3));
+    let line = run_verdict(Scenario::CgroupSetIdle, &aggs, &runs).unwrap();
+    let head = "cgroup-set-idle (B's cgroup made idle by `cotenant cgroup set --idle`)";
+    assert!(line.starts_with(head), "{line}");
+    assert!(line.ends_with("in 3 of 5 runs (target at least 4): NOT met"), "{line}");
+    let line = run_verdict(Scenario::CgroupSetIdle, &aggs, &runs[..4]).unwrap();
+    assert!(line.ends_with("in 3 of 4 runs (target at least 4): NOT met"), "{line}");
+    let good = [run(1100.0, 95.0), run(1200.0, 90.0), run(900.0, 99.0), run(1000.0, 99.0), run(1000.0, 80.0)];
+    let line = run_verdict(Scenario::CgroupSetIdle, &aggs, &good).unwrap();
+    assert!(line.ends_with("in 4 of 5 runs (target at least 4): met"), "{line}");
+    // One quick run must meet it alone; other scenarios have no such line.
+    let one = run_verdict(Scenario::CgroupSetIdle, &aggs, &good[..1]).unwrap();
+    assert!(one.ends_with("1 of 1 runs (target at least 1): met"), "{one}");
+    assert_eq!(run_verdict(Scenario::CgroupIdle, &aggs, &good), None);
+    assert_eq!(run_verdict(Scenario::CgroupSetIdle, &aggs, &[]), None);
+    // Without the references nothing can be judged, and the line says so.
+    let line = run_verdict(Scenario::CgroupSetIdle, &aggs[..1], &good).unwrap();
+    assert!(line.ends_with("cannot be judged without baseline and unisolated runs"), "{line}");
 }

@@ -1,7 +1,7 @@
 //! [`Error`]: why `cotenant cgroup set` could not do its job, and its messages, each naming the
 //! directory or file and the values involved.
 
-use super::{MIN_QUOTA_US, V1_QUOTA, V2_MAX};
+use super::{IDLE, MIN_QUOTA_US, V1_QUOTA, V1_SHARES, V2_MAX, V2_WEIGHT, WEIGHT_MAX, WEIGHT_MIN};
 use std::{fmt, io, path::PathBuf};
 
 /// Why `set` could not do its job. Each names the directory or file and the values involved.
@@ -70,6 +70,21 @@ pub enum Error {
         /// The text read back, trimmed.
         read: String,
     },
+    /// Neither `--cpus`, `--idle`, `--no-idle` nor `--weight`.
+    NothingRequested,
+    /// `--period` or `--burst` without `--cpus` (the flag named).
+    NeedsCpus(&'static str),
+    /// `--idle` with `--weight`: the kernel gives an idle cgroup the smallest weight and
+    /// refuses a weight for it while it is idle.
+    IdleWithWeight,
+    /// A weight outside 1..=10000.
+    WeightOutOfRange(u64),
+    /// `--idle` or `--no-idle`, but the cgroup has no `cpu.idle` (the file named).
+    NoIdleFile(PathBuf),
+    /// `--weight`, but the cgroup has no weight file (the file named).
+    NoWeightFile(PathBuf),
+    /// `--weight` without `--no-idle` on a cgroup that is idle (its `cpu.idle` named).
+    WeightWhileIdle(PathBuf),
     /// A failure after some writes succeeded: the cgroup is left part-way.
     AfterWrites {
         /// The writes that succeeded, in order, each as `<file> "<text>"`.
@@ -88,6 +103,11 @@ impl Error {
                 | Error::QuotaTooSmall { .. }
                 | Error::BurstAboveQuota { .. }
                 | Error::CurrentBurstAboveQuota { .. }
+                | Error::NothingRequested
+                | Error::NeedsCpus(_)
+                | Error::IdleWithWeight
+                | Error::WeightOutOfRange(_)
+                | Error::WeightWhileIdle(_)
         )
     }
 }
@@ -136,15 +156,55 @@ impl fmt::Display for Error {
             Error::PermissionDenied(file) => {
                 write!(f, "{}: permission denied (needs root, or a delegated cgroup)", file.display())
             }
-            Error::Refused { file, value } => write!(
-                f,
-                "{}: the kernel refused {value:?} (invalid argument: out of range, or a \
-                 child/parent cgroup's quota conflicts)",
-                file.display()
-            ),
+            Error::Refused { file, value } => {
+                // EINVAL means something different for each file.
+                let why = match file.file_name().and_then(|n| n.to_str()) {
+                    Some(IDLE) => "the root cgroup cannot be made idle",
+                    Some(V1_SHARES | V2_WEIGHT) => {
+                        "out of range, the root cgroup has no weight, or the cgroup is idle"
+                    }
+                    _ => "out of range, or a child/parent cgroup's quota conflicts",
+                };
+                write!(f, "{}: the kernel refused {value:?} (invalid argument: {why})", file.display())
+            }
             Error::Mismatch { file, written, read } => {
                 write!(f, "{}: wrote {written:?} but read back {read:?}", file.display())
             }
+            Error::NothingRequested => {
+                write!(f, "nothing to set: give --cpus, --idle, --no-idle or --weight")
+            }
+            Error::NeedsCpus(flag) => {
+                write!(f, "{flag} needs --cpus (the quota it goes with): give --cpus too, `max` for no limit")
+            }
+            Error::IdleWithWeight => write!(
+                f,
+                "--idle with --weight: the kernel gives an idle cgroup the smallest weight and refuses \
+                 a weight for it while it is idle; give one or the other"
+            ),
+            Error::WeightOutOfRange(w) => write!(
+                f,
+                "--weight {w}: a CPU weight is a whole number from {WEIGHT_MIN} to {WEIGHT_MAX} (cgroup v2 \
+                 units; the default is 100)"
+            ),
+            Error::NoIdleFile(file) => write!(
+                f,
+                "{} does not exist: marking a cgroup idle needs Linux 5.15 or later, with the cpu \
+                 controller on this cgroup (cgroup v2: enabled in its parent's cgroup.subtree_control); \
+                 without it, lower the cgroup's weight instead (--weight 10)",
+                file.display()
+            ),
+            Error::NoWeightFile(file) => write!(
+                f,
+                "{} does not exist: this cgroup has no CPU weight (the cgroup v2 root has none, and \
+                 the cpu controller must be enabled for it)",
+                file.display()
+            ),
+            Error::WeightWhileIdle(file) => write!(
+                f,
+                "--weight: the cgroup is idle ({} is 1) and the kernel refuses a weight for an idle \
+                 cgroup: add --no-idle to leave idle and set the weight",
+                file.display()
+            ),
             Error::AfterWrites { done, error } => {
                 write!(f, "{error} (already written: {})", done.join(", "))
             }

@@ -1,7 +1,9 @@
-//! [`plan`] (pure): the writes that take the current settings to the desired ones, none when
-//! everything matches, in an order the kernel accepts at every step.
+//! [`plan`] and [`plan_scheduling`] (pure): the writes that take the current settings to the
+//! desired ones, none when everything matches, in an order the kernel accepts at every step.
 
-use super::{CpuMax, Desired, Version, Write, V1_PERIOD, V1_QUOTA, V2_MAX};
+use super::{
+    CpuMax, Desired, DesiredScheduling, Scheduling, Version, Write, IDLE, V1_PERIOD, V1_QUOTA, V2_MAX,
+};
 
 /// The writes that take `current` to `desired`: none when everything matches (seed 001
 /// §IV-A2), otherwise one per differing file.
@@ -64,6 +66,40 @@ pub fn plan(current: &CpuMax, desired: &Desired) -> Vec<Write> {
         core.push(burst);
     }
     core
+}
+
+/// The writes that take `current` idle and weight settings to `desired`: none when they match.
+///
+/// `cpu.idle` goes first: the kernel refuses a weight for an idle cgroup, so a cgroup leaving
+/// idle must leave before its weight is written. Leaving idle, the kernel also puts the weight
+/// back to its default (`sched_group_set_idle` sets `NICE_0_LOAD`): the weight's old value is
+/// then that default, and a requested weight is written even when it equals it, so that the
+/// result never rests on that kernel detail. Entering idle needs no weight write
+/// ([`check`](super::check) refuses `--idle` with `--weight`).
+pub fn plan_scheduling(current: &Scheduling, desired: &DesiredScheduling) -> Vec<Write> {
+    let mut out = Vec::new();
+    let mut weight_now = current.weight;
+    let mut leaves_idle = false;
+    if let Some(idle) = desired.idle.filter(|&i| current.idle != Some(i)) {
+        out.push(Write { file: IDLE, old: idle_text(current.idle), new: idle_text(Some(idle)) });
+        if !idle && current.idle == Some(true) {
+            leaves_idle = true;
+            weight_now = Some(current.version.default_weight_value());
+        }
+    }
+    if let Some(w) = desired.weight.filter(|&w| leaves_idle || weight_now != Some(w)) {
+        out.push(Write {
+            file: current.version.weight_file(),
+            old: weight_now.map_or_else(String::new, |v| v.to_string()),
+            new: w.to_string(),
+        });
+    }
+    out
+}
+
+/// `cpu.idle`'s text: `1` or `0` (empty when the file does not exist).
+fn idle_text(idle: Option<bool>) -> String {
+    idle.map_or_else(String::new, |i| String::from(if i { "1" } else { "0" }))
 }
 
 fn v2_max_text(quota_us: Option<u64>, period_us: u64) -> String {

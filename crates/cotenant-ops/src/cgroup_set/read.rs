@@ -1,7 +1,7 @@
-//! [`read_current`]: a cgroup directory's version and current quota, period and burst, read
-//! from its control files through a [`ControlDir`].
+//! [`read_current`] and [`read_scheduling`]: a cgroup directory's version, current quota,
+//! period and burst, idle flag and weight, read from its control files through a [`ControlDir`].
 
-use super::{CpuMax, Error, Version, V1_BURST, V1_PERIOD, V1_QUOTA, V2_BURST, V2_MAX};
+use super::{CpuMax, Error, Scheduling, Version, IDLE, V1_BURST, V1_PERIOD, V1_QUOTA, V2_BURST, V2_MAX};
 use crate::cgroupfs::ControlDir;
 use cotenant::internal::procfs::cgroupfs;
 use std::io;
@@ -37,10 +37,7 @@ fn read_parsed<T>(
 
 /// Reads a burst file, if the kernel has one.
 fn read_burst(dir: &ControlDir, name: &'static str) -> Result<Option<u64>, Error> {
-    match read_file(dir, name)? {
-        None => Ok(None),
-        Some(text) => parse_file(dir, name, &text, |t| cgroupfs::parse_number(name, t)).map(Some),
-    }
+    read_number(dir, name)
 }
 
 /// Reads the current settings of a cgroup directory.
@@ -57,6 +54,22 @@ pub fn read_current(dir: &ControlDir) -> Result<CpuMax, Error> {
         })
     } else {
         Err(Error::NoCpuFiles(dir.path().to_owned()))
+    }
+}
+
+/// Reads whether the cgroup is idle (`cpu.idle`) and its weight (`cpu.shares` v1, `cpu.weight`
+/// v2); either is `None` when its file does not exist.
+pub fn read_scheduling(dir: &ControlDir, version: Version) -> Result<Scheduling, Error> {
+    let idle = read_number(dir, IDLE)?.map(|v| v != 0);
+    let weight = read_number(dir, version.weight_file())?;
+    Ok(Scheduling { version, idle, weight })
+}
+
+/// Reads a file holding one number, if it exists.
+fn read_number(dir: &ControlDir, name: &'static str) -> Result<Option<u64>, Error> {
+    match read_file(dir, name)? {
+        None => Ok(None),
+        Some(text) => parse_file(dir, name, &text, |t| cgroupfs::parse_number(name, t)).map(Some),
     }
 }
 

@@ -1,5 +1,6 @@
-//! Unit tests of `cotenant cgroup set`: the plan, the request's checks, parsing, resolving,
-//! and `set` on fixture trees.
+//! Unit tests of `cotenant cgroup set`: the plans (bandwidth, idle and weight), the request's
+//! checks, parsing, resolving, and `set` on fixture trees (v1 and v2, already-set no-ops,
+//! missing files).
 
 use super::resolve::resolve_with;
 use super::*;
@@ -23,7 +24,15 @@ fn files(writes: &[Write]) -> Vec<(&str, &str)> {
 }
 
 fn request(cpus: Cpus, period: Option<u64>, burst: Option<u64>) -> Request {
-    Request { cpus, period_us: period, burst_us: burst }
+    Request { cpus: Some(cpus), period_us: period, burst_us: burst, ..Request::default() }
+}
+
+fn sched(version: Version, idle: Option<bool>, weight: Option<u64>) -> Scheduling {
+    Scheduling { version, idle, weight }
+}
+
+fn idle_weight(idle: Option<bool>, weight: Option<u64>) -> Request {
+    Request { idle, weight, ..Request::default() }
 }
 
 #[test]
@@ -234,4 +243,161 @@ fn set_refuses_a_symlinked_control_file_even_in_a_fixture() {
     let expected = format!("{} is a symbolic link", cg.join("cpu.cfs_quota_us").display());
     assert!(e.to_string().starts_with(&expected), "{e}");
     assert_eq!(fs::read_to_string(&target).unwrap(), "-1\n", "the link's target was written");
+}
+
+#[test]
+fn check_refuses_requests_that_cannot_be_made_whatever_the_cgroup() {
+    assert!(matches!(check(&Request::default()), Err(Error::NothingRequested)));
+    let e = check(&Request { period_us: Some(50_000), idle: Some(true), ..Request::default() }).unwrap_err();
+    assert!(matches!(e, Error::NeedsCpus("--period")) && e.is_usage(), "{e}");
+    let e = check(&idle_weight(Some(true), Some(10))).unwrap_err();
+    assert!(matches!(e, Error::IdleWithWeight) && e.is_usage(), "{e}");
+    assert!(e.to_string().contains("--idle with --weight"), "{e}");
+    for w in [0, 10_001] {
+        let e = check(&idle_weight(None, Some(w))).unwrap_err();
+        assert!(matches!(e, Error::WeightOutOfRange(_)) && e.to_string().contains("1 to 10000"), "{e}");
+    }
+    // Leaving idle and setting a weight together is the way to weigh an idle cgroup.
+    assert!(check(&idle_weight(Some(false), Some(10))).is_ok());
+    assert!(check(&idle_weight(Some(true), None)).is_ok());
+    assert!(check(&request(Cpus::Max, Some(100_000), Some(0))).is_ok());
+}
+
+#[test]
+fn desired_without_cpus_keeps_the_bandwidth() {
+    let cur = v1(Some(50_000), 100_000, Some(0));
+    let d = desired(Path::new("/cg"), &cur, &idle_weight(Some(true), None)).unwrap();
+    assert_eq!(d, want(Some(50_000), 100_000, None));
+    assert!(plan(&cur, &d).is_empty());
+}
+
+#[test]
+fn desired_scheduling_converts_the_weight_for_v1_as_systemd_does() {
+    let dir = Path::new("/cg");
+    let ten = idle_weight(None, Some(10));
+    let d = desired_scheduling(dir, &sched(Version::V1, Some(false), Some(1024)), &ten);
+    assert_eq!(d.unwrap(), DesiredScheduling { idle: None, weight: Some(102) });
+    let d = desired_scheduling(dir, &sched(Version::V2, Some(false), Some(100)), &ten);
+    assert_eq!(d.unwrap(), DesiredScheduling { idle: None, weight: Some(10) });
+}
+
+#[test]
+fn desired_scheduling_enforces_the_kernel_rules() {
+    let dir = Path::new("/cg");
+    // No cpu.idle (before Linux 5.15): --idle is an error naming the file and what is needed.
+    let old = sched(Version::V2, None, Some(100));
+    let e = desired_scheduling(dir, &old, &idle_weight(Some(true), None)).unwrap_err();
+    assert!(matches!(e, Error::NoIdleFile(_)) && !e.is_usage(), "{e}");
+    let text = e.to_string();
+    assert!(text.starts_with("/cg/cpu.idle does not exist") && text.contains("Linux 5.15"), "{text}");
+    // ...but --no-idle asks for what holds already: nothing to write.
+    let d = desired_scheduling(dir, &old, &idle_weight(Some(false), None)).unwrap();
+    assert_eq!(d, DesiredScheduling::default());
+    // No weight file (the v2 root).
+    let root = sched(Version::V2, Some(false), None);
+    let e = desired_scheduling(dir, &root, &idle_weight(None, Some(10))).unwrap_err();
+    assert!(matches!(e, Error::NoWeightFile(_)) && e.to_string().contains("/cg/cpu.weight"), "{e}");
+    // An idle cgroup takes a weight only together with --no-idle.
+    let idle = sched(Version::V1, Some(true), Some(3));
+    let e = desired_scheduling(dir, &idle, &idle_weight(None, Some(10))).unwrap_err();
+    assert!(matches!(e, Error::WeightWhileIdle(_)) && e.is_usage(), "{e}");
+    assert!(e.to_string().contains("add --no-idle"), "{e}");
+    let d = desired_scheduling(dir, &idle, &idle_weight(Some(false), Some(10))).unwrap();
+    assert_eq!(d, DesiredScheduling { idle: Some(false), weight: Some(102) });
+}
+
+#[test]
+fn plan_scheduling_writes_nothing_when_already_set() {
+    for cur in [
+        sched(Version::V1, Some(true), Some(3)),
+        sched(Version::V2, Some(false), Some(10)),
+        sched(Version::V1, Some(false), Some(102)),
+    ] {
+        // An idle cgroup takes no weight; a plain one is asked for the weight it has.
+        let weight = if cur.idle == Some(false) { cur.weight } else { None };
+        let same = DesiredScheduling { idle: cur.idle, weight };
+        assert!(plan_scheduling(&cur, &same).is_empty(), "{cur:?}");
+        assert!(plan_scheduling(&cur, &DesiredScheduling::default()).is_empty());
+    }
+}
+
+#[test]
+fn plan_scheduling_writes_idle_and_weight_in_an_order_the_kernel_accepts() {
+    let v1_plain = sched(Version::V1, Some(false), Some(1024));
+    let w = plan_scheduling(&v1_plain, &DesiredScheduling { idle: Some(true), weight: None });
+    assert_eq!(w, vec![Write { file: "cpu.idle", old: "0".into(), new: "1".into() }]);
+    let w = plan_scheduling(&v1_plain, &DesiredScheduling { idle: Some(false), weight: Some(102) });
+    assert_eq!(files(&w), [("cpu.shares", "102")]);
+    assert_eq!(w[0].old, "1024");
+    // Leaving idle: cpu.idle first (no weight while idle), and the weight written even when it
+    // equals the default the kernel restores, its old value being that default.
+    let v2_idle = sched(Version::V2, Some(true), Some(1));
+    let w = plan_scheduling(&v2_idle, &DesiredScheduling { idle: Some(false), weight: Some(100) });
+    assert_eq!(files(&w), [("cpu.idle", "0"), ("cpu.weight", "100")]);
+    assert_eq!((w[0].old.as_str(), w[1].old.as_str()), ("1", "100"));
+    let w = plan_scheduling(&v2_idle, &DesiredScheduling { idle: Some(false), weight: None });
+    assert_eq!(files(&w), [("cpu.idle", "0")]);
+}
+
+/// A fixture cgroup directory of plain files, as `set` reads them through the fixture hook.
+fn fixture(files: &[(&str, &str)]) -> (PrivateDir, Target) {
+    let tmp = PrivateDir::new("cgroup-set-unit");
+    for (name, text) in files {
+        fs::write(tmp.0.join(name), text).unwrap();
+    }
+    let target = Target { dir: tmp.0.clone(), file_systems: FileSystems::FixtureTree };
+    (tmp, target)
+}
+
+#[test]
+fn set_marks_a_v1_fixture_idle_once_then_leaves_it_alone() {
+    let (tmp, target) = fixture(&[
+        ("cpu.cfs_quota_us", "-1\n"),
+        ("cpu.cfs_period_us", "100000\n"),
+        ("cpu.shares", "1024\n"),
+        ("cpu.idle", "0\n"),
+    ]);
+    let done = set(&target, &idle_weight(Some(true), None)).unwrap();
+    assert_eq!(files(&done.writes), [("cpu.idle", "1")]);
+    assert_eq!(done.scheduling.idle, Some(true));
+    assert!(!done.left_idle());
+    assert_eq!(fs::read_to_string(tmp.0.join("cpu.idle")).unwrap(), "1");
+    assert_eq!(fs::read_to_string(tmp.0.join("cpu.cfs_quota_us")).unwrap(), "-1\n", "the quota was written");
+    let again = set(&target, &idle_weight(Some(true), None)).unwrap();
+    assert!(again.writes.is_empty(), "{:?}", again.writes);
+    let back = set(&target, &idle_weight(Some(false), Some(10))).unwrap();
+    assert_eq!(files(&back.writes), [("cpu.idle", "0"), ("cpu.shares", "102")]);
+    assert!(back.left_idle());
+    assert_eq!(back.scheduling, Scheduling { version: Version::V1, idle: Some(false), weight: Some(102) });
+}
+
+#[test]
+fn set_weighs_a_v2_fixture_and_combines_with_cpus() {
+    let (tmp, target) = fixture(&[
+        ("cpu.max", "max 100000\n"),
+        ("cpu.max.burst", "0\n"),
+        ("cpu.weight", "100\n"),
+        ("cpu.idle", "0\n"),
+    ]);
+    let both = Request { weight: Some(10), ..request(Cpus::Limit(0.5), None, None) };
+    let done = set(&target, &both).unwrap();
+    assert_eq!(files(&done.writes), [("cpu.max", "50000 100000"), ("cpu.weight", "10")]);
+    assert_eq!(fs::read_to_string(tmp.0.join("cpu.weight")).unwrap(), "10");
+    assert!(set(&target, &both).unwrap().writes.is_empty());
+    // The kernel's refusal of a weight for an idle cgroup is caught before any write.
+    fs::write(tmp.0.join("cpu.idle"), "1\n").unwrap();
+    let e = set(&target, &idle_weight(None, Some(20))).unwrap_err();
+    assert!(matches!(e, Error::WeightWhileIdle(_)), "{e}");
+    assert_eq!(fs::read_to_string(tmp.0.join("cpu.weight")).unwrap(), "10");
+}
+
+#[test]
+fn set_names_a_missing_cpu_idle() {
+    let (tmp, target) = fixture(&[("cpu.max", "max 100000\n"), ("cpu.weight", "100\n")]);
+    let e = set(&target, &idle_weight(Some(true), None)).unwrap_err();
+    let expected = format!("{} does not exist", tmp.0.join("cpu.idle").display());
+    assert!(e.to_string().starts_with(&expected), "{e}");
+    assert!(!tmp.0.join("cpu.idle").exists(), "a control file was created");
+    // Without cpu.idle no cgroup is idle: --no-idle has nothing to do.
+    assert!(set(&target, &idle_weight(Some(false), None)).unwrap().writes.is_empty());
 }

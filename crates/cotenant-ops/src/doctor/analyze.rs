@@ -9,7 +9,8 @@
 //!    with the evidence (file, what, value) and the recommendation of seed 003's decision tree:
 //!    shared CPUs with equal weights → `cpu.weight` or `cpuset.cpus`; high migrations → pin;
 //!    cross-node memory → bind memory; plus the cotenant-specific ones (quota throttling,
-//!    an oversized pool).
+//!    an oversized pool, a busy sibling cgroup with the `cotenant cgroup set` line that marks
+//!    it idle).
 //! 3. [`rank`] orders them: the most likely cause of tail latency first.
 //!
 //! Where: this file holds the pipeline and the thresholds every rule uses; `analyze/facts.rs`
@@ -28,8 +29,8 @@ pub use findings::{rank, Evidence, Finding, Severity};
 use super::snapshot::{Proc, Snapshot};
 use cotenant::internal::procfs::cpulist::CpuSet;
 use findings::{
-    find_contention, find_migrations, find_numa, find_overcommit, find_oversized_pool, find_pressure,
-    find_process_missing, find_throttling, find_weight_and_cpusets,
+    find_busy_sibling, find_contention, find_migrations, find_numa, find_overcommit, find_oversized_pool,
+    find_pressure, find_process_missing, find_throttling, find_weight_and_cpusets,
 };
 use std::{collections::BTreeMap, time::Duration};
 
@@ -82,6 +83,7 @@ pub fn analyze(before: &Snapshot, after: &Snapshot, elapsed: Duration) -> (Measu
     findings.extend(find_process_missing(&cx));
     findings.extend(find_throttling(&cx, &m));
     findings.extend(find_contention(&cx, &m));
+    findings.extend(find_busy_sibling(&cx, &m));
     findings.extend(find_oversized_pool(&m));
     findings.extend(find_weight_and_cpusets(&cx, &m, &findings));
     findings.extend(find_pressure(&cx, &m));

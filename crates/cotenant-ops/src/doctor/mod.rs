@@ -5,14 +5,20 @@
 //! threads) → wait the sample duration → take a second snapshot → [`analyze::analyze`] (pure)
 //! turns the pair into measurements and ranked findings → [`Report`] → [`render`] prints text or
 //! JSON (schema in `docs/doctor.md`). [`diagnose`] is the whole pipeline, for the CLI and the lab.
+//! With `--verify BEFORE.json` the CLI adds [`verify::compare`]'s comparison with a report saved
+//! before a change ([`Report::verify`]); the doctor itself never changes anything. For a live
+//! process, [`diagnose`] also names its cooperating neighbours from the status records pools
+//! publish ([`neighbours::look`], [`Report::cooperating_neighbours`]).
 //!
 //! Nothing here fails: a file that cannot be read is listed in [`Report::not_read`] and the
 //! findings that needed it are left out; a process that does not exist gives a host report with
 //! a `process-not-found` finding first.
 
 pub mod analyze;
+pub mod neighbours;
 pub mod render;
 pub mod snapshot;
+pub mod verify;
 
 use analyze::{Finding, Measurements};
 use serde::Serialize;
@@ -62,6 +68,12 @@ pub struct Report {
     pub not_read: Vec<NotRead>,
     /// Other processes whose files could not be read (exited or not permitted).
     pub unreadable_processes: u32,
+    /// The processes whose pools share a host CPU token set with the process's, from the
+    /// status records pools publish; `null` for the host, for a process that could not be
+    /// diagnosed, and in reports of recorded snapshots ([`report`] reads no records).
+    pub cooperating_neighbours: Option<neighbours::Cooperation>,
+    /// The comparison with a report saved before a change (`--verify`); `null` without it.
+    pub verify: Option<verify::Verification>,
 }
 
 impl Report {
@@ -79,14 +91,21 @@ impl Report {
     }
 }
 
-/// Samples for `opts.duration` and diagnoses. Never fails.
+/// Samples for `opts.duration` and diagnoses; for a live process, names its cooperating
+/// neighbours too. Never fails.
 pub fn diagnose(opts: &DoctorOptions) -> Report {
     let start = Instant::now();
     let before = snapshot::take(&opts.root, opts.pid);
     std::thread::sleep(opts.duration.saturating_sub(start.elapsed()));
     let after = snapshot::take(&opts.root, opts.pid);
     let elapsed = start.elapsed();
-    report(opts, &before, &after, elapsed)
+    let mut r = report(opts, &before, &after, elapsed);
+    // Read after the sample, so that a pool started during it is seen; a process that is gone
+    // has no neighbours to name.
+    if let Some(pid) = opts.pid.filter(|_| !r.process_missing()) {
+        r.cooperating_neighbours = Some(neighbours::look(&opts.root, pid));
+    }
+    r
 }
 
 /// The report of two snapshots taken `elapsed` apart (pure; the tests call it on fixtures).
@@ -123,6 +142,8 @@ pub fn report(
         measurements,
         not_read,
         unreadable_processes: after.unreadable_processes,
+        cooperating_neighbours: None,
+        verify: None,
     };
     r.summary = r.summary();
     r
@@ -183,6 +204,21 @@ mod tests {
             kinds(&r)
         );
         assert_eq!(evidence(&r, "low-weight", "this process's competing weight"), "1024");
+        // The busy sibling /batch, on a kernel without cpu.idle: the weight remedy, a tenth of
+        // ours (1024 shares = weight 100), right after the contention.
+        assert_eq!(kinds(&r)[1], "busy-sibling-cgroup", "{}", render::text(&r));
+        let sibling = &r.findings[1];
+        assert_eq!(sibling.commands.len(), 1, "{:?}", sibling.commands);
+        let command = &sibling.commands[0];
+        assert!(
+            command.starts_with("cotenant cgroup set ")
+                && command.contains("/after/sys/fs/cgroup/cpu/batch")
+                && command.ends_with(" --weight 10"),
+            "{command}"
+        );
+        let idle = evidence(&r, "busy-sibling-cgroup", "cpu.idle of /batch");
+        assert_eq!(idle, "absent (cpu.idle needs Linux 5.15 or later)");
+        assert!(render::text(&r).contains(&format!("$ {command}")));
         assert!(kinds(&r).contains(&"cpu-pressure"));
         assert_eq!(r.measurements.host.psi_some, Some(0.6));
         assert_eq!(r.measurements.top_consumers[0].pid, 5000);
@@ -300,6 +336,55 @@ mod tests {
         }
     }
 
+    /// The neighbours' line comes right after the findings, before the numbers, and the JSON
+    /// carries the same answer with the documented fields.
+    #[test]
+    fn the_cooperating_neighbours_follow_the_findings() {
+        use cotenant::internal::status_record::{PoolRecord, ProcessRecord};
+        let pool = |name: &str| PoolRecord {
+            name: name.into(),
+            threads: 2,
+            target: 1,
+            tokens: "engaged".into(),
+            token_set: Some("web".into()),
+            token_count: Some(2),
+            ..PoolRecord::default()
+        };
+        let records = [
+            ProcessRecord { pid: PID, comm: "victim".into(), pools: vec![pool("api")], ..Default::default() },
+            ProcessRecord {
+                pid: 5001,
+                comm: "batch".into(),
+                pools: vec![pool("work")],
+                ..Default::default()
+            },
+        ];
+        let mut r = fixture("v1-contention", Some(PID));
+        let dir = Path::new("/dev/shm/cotenant-status-1000");
+        r.cooperating_neighbours = Some(neighbours::Cooperation::from_records(Some(dir), &records, PID));
+        let text = render::text(&r);
+        let line = "cooperating neighbours (sharing host CPU tokens): \
+                    pid 5001 batch (set web: pool work; target 1 of 2 threads)";
+        let at = text.find(line).unwrap_or_else(|| panic!("no neighbours line in:\n{text}"));
+        let last_finding = r.findings.last().unwrap();
+        let finding_at = text.find(&format!("{}: {}", last_finding.kind, last_finding.title)).unwrap();
+        assert!(finding_at < at && at < text.find("Measurements:").unwrap(), "{text}");
+        assert_eq!(text.matches(neighbours::LABEL).count(), 1, "one line");
+
+        let v: serde_json::Value = serde_json::from_str(&render::json(&r)).unwrap();
+        let c = &v["cooperating_neighbours"];
+        assert_eq!(c["status_dir"], "/dev/shm/cotenant-status-1000");
+        assert_eq!((c["published"].as_bool(), c["error"].is_null()), (Some(true), true), "{c}");
+        let n = &c["neighbours"][0];
+        assert_eq!((n["pid"].as_u64(), n["command"].as_str()), (Some(5001), Some("batch")), "{n}");
+        assert_eq!((n["threads"].as_u64(), n["target"].as_u64()), (Some(2), Some(1)), "{n}");
+        assert_eq!((n["token_sets"][0].as_str(), n["pools"][0].as_str()), (Some("web"), Some("work")));
+
+        // For the host there is no process to name neighbours of: no line.
+        let host = fixture("v1-contention", None);
+        assert!(!render::text(&host).contains(neighbours::LABEL));
+    }
+
     #[test]
     fn json_has_the_documented_top_level_fields() {
         let r = fixture("v1-contention", Some(PID));
@@ -317,11 +402,15 @@ mod tests {
             "measurements",
             "not_read",
             "unreadable_processes",
+            "cooperating_neighbours",
+            "verify",
         ] {
             assert!(v.get(key).is_some(), "no {key}");
         }
         let f = &v["findings"][0];
-        for key in ["kind", "severity", "title", "evidence", "recommendation"] {
+        assert!(v["verify"].is_null());
+        assert!(v["cooperating_neighbours"].is_null(), "a recorded report reads no status records");
+        for key in ["kind", "severity", "title", "evidence", "recommendation", "commands"] {
             assert!(f.get(key).is_some(), "finding has no {key}");
         }
         assert_eq!(f["severity"], "high");

@@ -1,5 +1,6 @@
-//! The report as text (findings first, then the numbers, then what could not be read) or as
-//! JSON (`docs/doctor.md`).
+//! The report as text (the comparison with a saved report when verifying, the findings with
+//! their commands, the process's cooperating neighbours, then the numbers, then what could not
+//! be read) or as JSON (`docs/doctor.md`).
 
 use super::analyze::{Consumer, Measurements, ThreadFacts};
 use super::Report;
@@ -24,6 +25,9 @@ pub fn text(r: &Report) -> String {
         (None, _) => "the host".to_owned(),
     };
     let _ = writeln!(s, "cotenant doctor: {who}, sampled for {:.2} s", r.duration_ms as f64 / 1000.0);
+    if let Some(v) = &r.verify {
+        let _ = writeln!(s, "Verified {}", v.summary);
+    }
     if let Some(top) = r.findings.first() {
         let _ = writeln!(s, "Most likely: {}\n", top.title);
     }
@@ -33,7 +37,14 @@ pub fn text(r: &Report) -> String {
         for e in &f.evidence {
             let _ = writeln!(s, "     {} = {}    ({})", e.what, e.value, e.file);
         }
-        let _ = writeln!(s, "   → {}\n", f.recommendation);
+        let _ = writeln!(s, "   → {}", f.recommendation);
+        for c in &f.commands {
+            let _ = writeln!(s, "     $ {c}");
+        }
+        s.push('\n');
+    }
+    if let (Some(pid), Some(cooperation)) = (r.pid, &r.cooperating_neighbours) {
+        let _ = writeln!(s, "{}\n", cooperation.line(pid));
     }
     measurements(&mut s, &r.measurements);
     if !r.not_read.is_empty() || r.unreadable_processes > 0 {
@@ -132,10 +143,11 @@ fn measurements(s: &mut String, m: &Measurements) {
     for g in &m.cgroups {
         let _ = writeln!(
             s,
-            "  cgroup {}: weight {}, quota {} CPUs; sample: {} of {} periods throttled ({}), {} ms; since creation: \
+            "  cgroup {}: weight {}{}, quota {} CPUs; sample: {} of {} periods throttled ({}), {} ms; since creation: \
              {} of {} ({}), {} ms; pressure {}",
             g.cgroup,
             opt(&g.weight),
+            if g.idle == Some(true) { " (idle)" } else { "" },
             opt(&g.quota_cpus),
             opt(&g.throttled),
             opt(&g.periods),

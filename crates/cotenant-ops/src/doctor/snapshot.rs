@@ -72,6 +72,9 @@ pub struct CpuGroup {
     pub dir: String,
     /// `cpu.shares` (v1) or `cpu.weight` (v2).
     pub weight: Option<u64>,
+    /// `cpu.idle` is 1 (v1 and v2, Linux 5.15+); `None` when the file does not exist or could
+    /// not be read.
+    pub idle: Option<bool>,
     /// `Some(None)` = unlimited; `None` = not read.
     pub quota: Option<Option<Quota>>,
     /// `cpu.stat`.

@@ -1,6 +1,7 @@
 //! Internals shared with cotenant's own command, lab, simulator, benchmarks and tests: the
 //! `/proc` and cgroup-fs parsers, the per-period CPU sampler, the user-space CPU budget's
-//! global pool, and the policy simulator. **Not part of the API**: hidden from the
+//! global pool, the policy simulator, and the format of the status records that pools publish
+//! for `cotenant top`. **Not part of the API**: hidden from the
 //! documentation and free to change in any release. Users reach what these do through
 //! [`crate::cpus`], [`crate::Pool`] and [`crate::Builder::cpu_budget`].
 
@@ -9,3 +10,4 @@ pub mod policy_sim;
 pub mod procfs;
 #[cfg(not(loom))]
 pub mod sampler;
+pub mod status_record;

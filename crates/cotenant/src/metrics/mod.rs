@@ -1,18 +1,52 @@
-//! [`Metrics`]: a snapshot of a pool's counters and gauges, printable for people
-//! ([`Display`](std::fmt::Display)) and for Prometheus ([`Metrics::to_prometheus`]); and how the
-//! library reports a feature it turned off because the kernel refused a read
-//! (`Degradation`): counted in [`Metrics::degradations`] and logged once per process.
+//! [`Metrics`]: a snapshot of a pool's counters, gauges and task-time histograms, printable for
+//! people ([`Display`](std::fmt::Display)) and for Prometheus; and how the library reports a
+//! feature it turned off because the kernel refused a read (`Degradation`): counted in
+//! [`Metrics::degradations`] and logged once per process.
+//!
+//! | file | what it owns |
+//! |---|---|
+//! | `mod.rs` | [`Metrics`] and its parts, `Display`, [`Metrics::to_prometheus`] (one pool), `Degradation` |
+//! | `histogram.rs` | [`Histogram`]: fixed log-scale buckets of task times |
+//! | `exposition.rs` | one exposition as data: every family once, in a fixed order; [`render`] (pure) |
+//! | `text.rs` | the Prometheus text format of those families |
+//! | `registry.rs` | [`Registry`]: live pools (held weakly), the CPU limit, the token sets |
+//! | `exposition_tests.rs` | the renderer fed recorded values, the registry over real pools |
+//! | `prometheus_client.rs` | with the `prometheus-client` feature: the registry as a `Collector` |
+//! | `facade.rs` | with the `metrics` feature: the registry recorded through the `metrics` facade |
+//!
+//! Several pools on one endpoint: register them in one [`Registry`] and serve
+//! [`Registry::render`], which writes each family's `# HELP` and `# TYPE` once (strict parsers
+//! reject them repeated). The families are listed in `docs/metrics.md`.
 //!
 //! With the `serde` cargo feature (off by default, so that the library's dependencies stay
-//! few), [`BudgetMetrics`], [`ElasticMetrics`] and [`TokenState`] implement `Serialize` and
-//! `Deserialize`, field names as in Rust and `TokenState` in the words of
+//! few), [`BudgetMetrics`], [`ElasticMetrics`], [`TokenState`] and [`Histogram`] implement
+//! `Serialize` and `Deserialize`, field names as in Rust and `TokenState` in the words of
 //! [`TokenState::as_str`]: a program that writes them out and reads them back (the lab's
-//! workers) needs no copy of its own. [`Metrics`] does not: its `alerts` have no serde form.
+//! workers, the C ABI's JSON) needs no copy of its own. [`Metrics`] does not: its `alerts`
+//! have no serde form.
+
+pub(crate) mod clock;
+mod exposition;
+#[cfg(all(test, not(loom)))]
+mod exposition_tests;
+#[cfg(all(feature = "metrics", not(loom)))]
+mod facade;
+pub mod histogram;
+#[cfg(all(feature = "prometheus-client", not(loom)))]
+mod prometheus_client;
+#[cfg(not(loom))]
+mod registry;
+mod text;
+
+pub use exposition::{render, CpuLimitReading, ProcessReading, TokenSetReading};
+pub use histogram::Histogram;
+#[cfg(not(loom))]
+pub use registry::{Registry, RegistryError, DEFAULT_CPU_LIMIT_EVERY};
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::health::{Alert, Alerts};
+use crate::health::Alerts;
 
 /// A snapshot of a [`Pool`](crate::Pool)'s state. Counters only grow; gauges are "now".
 ///
@@ -90,6 +124,14 @@ pub struct Metrics {
     /// An elastic pool's sizes and estimates, for a pool built with
     /// [`elastic`](crate::Builder::elastic) (its size is `target`).
     pub elastic: Option<ElasticMetrics>,
+    /// Histogram: for each task run, the time from its submission to a worker taking it
+    /// (`cotenant_pool_queue_wait_seconds`). Its count is the tasks run ([`completed`](Self::completed)).
+    /// `None` when the pool's histograms are off (`Builder::task_histograms(false)`).
+    pub queue_wait: Option<Histogram>,
+    /// Histogram: for each task run, the time a worker spent running it, panicked ones
+    /// included (`cotenant_pool_run_time_seconds`). Its count is the tasks run
+    /// ([`completed`](Self::completed)). `None` when the pool's histograms are off.
+    pub run_time: Option<Histogram>,
     /// The health alerts in force when the snapshot was taken: queue above twice the pool
     /// size, over 95 % of the workers busy for a minute, tasks rejected in the last minute,
     /// completions falling while tasks wait (the contention-cliff chapter's alerts; thresholds
@@ -176,170 +218,13 @@ impl TokenState {
     }
 }
 
-/// How a Prometheus sample's value is written.
-#[derive(Debug, Clone, Copy)]
-enum Value {
-    /// A count or a size, as an integer.
-    Count(u64),
-    /// A time kept in nanoseconds, written in seconds (Prometheus's base unit).
-    Seconds(u64),
-}
-
-/// A plain number is a count.
-impl From<u64> for Value {
-    fn from(n: u64) -> Self {
-        Value::Count(n)
-    }
-}
-
-/// A plain number is a count.
-impl From<usize> for Value {
-    fn from(n: usize) -> Self {
-        Value::Count(n as u64)
-    }
-}
-
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Value::Count(n) => write!(f, "{n}"),
-            Value::Seconds(ns) => write!(f, "{}", ns as f64 / 1e9),
-        }
-    }
-}
-
-/// A metric family of one sample: its name after `cotenant_pool_`, its type, its help text and
-/// its value.
-type Family = (&'static str, &'static str, &'static str, Value);
-
-impl BudgetMetrics {
-    /// Its Prometheus families, in field order.
-    fn families(&self) -> [Family; 6] {
-        use Value::Seconds;
-        // Every field by name: a new one does not compile until it is exposed here too.
-        let BudgetMetrics {
-            quota_ns,
-            period_ns,
-            periods,
-            throttled_periods: throttled,
-            short_periods: short,
-            charged_ns: charged,
-        } = *self;
-        [
-            ("budget_quota_seconds", "gauge", "CPU budget per period", Seconds(quota_ns)),
-            ("budget_period_seconds", "gauge", "CPU budget period", Seconds(period_ns)),
-            ("budget_periods_total", "counter", "CPU budget periods", periods.into()),
-            ("budget_throttled_periods_total", "counter", "periods the budget ran out", throttled.into()),
-            ("budget_short_periods_total", "counter", "periods that began paying a debt", short.into()),
-            ("budget_charged_seconds_total", "counter", "CPU time charged to the budget", Seconds(charged)),
-        ]
-    }
-}
-
-impl ElasticMetrics {
-    /// Its Prometheus families, in field order.
-    fn families(&self) -> [Family; 8] {
-        use Value::Seconds;
-        // Every field by name: a new one does not compile until it is exposed here too.
-        let ElasticMetrics { min, max, live, started, retired, cpus, task_cpu_ns, task_wait_ns } = *self;
-        [
-            ("elastic_min_threads", "gauge", "smallest size of the elastic pool", min.into()),
-            ("elastic_max_threads", "gauge", "largest size of the elastic pool", max.into()),
-            ("elastic_live_threads", "gauge", "threads alive in the elastic pool", live.into()),
-            ("elastic_started_total", "counter", "threads the elastic pool started", started.into()),
-            ("elastic_retired_total", "counter", "threads the elastic pool retired", retired.into()),
-            ("elastic_cpus", "gauge", "CPUs the policy allows the elastic pool", cpus.into()),
-            ("elastic_task_cpu_seconds", "gauge", "estimated CPU time per task", Seconds(task_cpu_ns)),
-            ("elastic_task_wait_seconds", "gauge", "estimated blocked time per task", Seconds(task_wait_ns)),
-        ]
-    }
-}
-
 impl Metrics {
-    /// The metrics in the Prometheus text exposition format, labelled `pool="<pool>"`.
+    /// The metrics of one pool in the Prometheus text format, labelled `pool="<pool>"`: a
+    /// whole exposition of its own. Several pools served on one endpoint need a
+    /// [`Registry`] (or [`render`]), which writes each family's `# HELP` and `# TYPE` once;
+    /// two of these texts put together repeat them, which strict parsers reject.
     pub fn to_prometheus(&self, pool: &str) -> String {
-        let label = pool.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-        let rows: [(&str, &str, &str, u64); 18] = [
-            ("threads", "gauge", "OS threads the pool started", self.threads as u64),
-            ("target", "gauge", "workers allowed to run", self.target as u64),
-            ("running", "gauge", "workers running tasks", self.running as u64),
-            ("queued", "gauge", "tasks waiting in the queue", self.queued as u64),
-            ("queue_capacity", "gauge", "capacity of the queue", self.queue_capacity as u64),
-            ("completed_total", "counter", "tasks completed (including panicked)", self.completed),
-            ("caller_ran_total", "counter", "tasks run by the submitter on a full queue", self.caller_ran),
-            ("rejected_total", "counter", "tasks refused", self.rejected),
-            ("panicked_total", "counter", "tasks that panicked", self.panicked),
-            ("decisions_total", "counter", "controller decisions", self.decisions),
-            ("sample_errors_total", "counter", "periods whose sampling failed", self.sample_errors),
-            ("borrows_total", "counter", "workers woken beyond the target onto an idle CPU", self.borrows),
-            (
-                "token_timeouts_total",
-                "counter",
-                "tasks run without a host CPU token (none came in time)",
-                self.token_timeouts,
-            ),
-            (
-                "token_takes_total",
-                "counter",
-                "host CPU tokens taken (one may serve several tasks)",
-                self.token_takes,
-            ),
-            ("token_errors_total", "counter", "host CPU token operations that failed", self.token_errors),
-            (
-                "token_fallback_periods_total",
-                "counter",
-                "periods sized against the neighbours again because a task ran without a host CPU token",
-                self.token_fallback_periods,
-            ),
-            (
-                "token_takebacks_total",
-                "counter",
-                "host CPU tokens taken back from workers blocked while holding one",
-                self.token_takebacks,
-            ),
-            (
-                "degradations_total",
-                "counter",
-                "features turned off or readings missed because the kernel refused a read (see the log)",
-                self.degradations,
-            ),
-        ];
-        let families = rows
-            .map(|(name, kind, help, n)| (name, kind, help, Value::Count(n)))
-            .into_iter()
-            .chain(self.budget.iter().flat_map(BudgetMetrics::families))
-            .chain(self.elastic.iter().flat_map(ElasticMetrics::families));
-        // The times first, then the counts: the order the text has always had.
-        let (times, counts): (Vec<Family>, Vec<Family>) =
-            families.partition(|family| matches!(family.3, Value::Seconds(_)));
-        let mut out = String::new();
-        for (name, kind, help, value) in times.into_iter().chain(counts) {
-            out.push_str(&format!(
-                "# HELP cotenant_pool_{name} {help}\n# TYPE cotenant_pool_{name} {kind}\n\
-                 cotenant_pool_{name}{{pool=\"{label}\"}} {value}\n"
-            ));
-        }
-        out.push_str("# HELP cotenant_pool_host_tokens 1 for the pool's host-token state (off, unavailable, alone, engaged)\n");
-        out.push_str("# TYPE cotenant_pool_host_tokens gauge\n");
-        for state in [TokenState::Off, TokenState::Unavailable, TokenState::Alone, TokenState::Engaged] {
-            out.push_str(&format!(
-                "cotenant_pool_host_tokens{{pool=\"{label}\",state=\"{}\"}} {}\n",
-                state.as_str(),
-                u8::from(self.host_tokens == state)
-            ));
-        }
-        out.push_str(concat!(
-            "# HELP cotenant_pool_alert 1 while the health alert is raised ",
-            "(queue overload, at capacity, rejecting, completions falling)\n"
-        ));
-        out.push_str("# TYPE cotenant_pool_alert gauge\n");
-        for alert in Alert::ALL {
-            out.push_str(&format!(
-                "cotenant_pool_alert{{pool=\"{label}\",alert=\"{alert}\"}} {}\n",
-                u8::from(self.alerts.contains(alert))
-            ));
-        }
-        out
+        render(&[(pool, self)], None, &[])
     }
 }
 
@@ -402,7 +287,23 @@ impl fmt::Display for Metrics {
                 e.task_wait_ns as f64 / 1e6
             )?;
         }
+        let p99 = |histogram: Option<Histogram>| histogram.and_then(|h| h.quantile_ns(0.99));
+        if let Some(wait) = p99(self.queue_wait) {
+            write!(f, "; p99 queue wait {}", bucket_words(wait))?;
+        }
+        if let Some(run) = p99(self.run_time) {
+            write!(f, "; p99 run time {}", bucket_words(run))?;
+        }
         Ok(())
+    }
+}
+
+/// A quantile read from a histogram (the upper bound of its bucket), for people.
+fn bucket_words(upper_bound_ns: u64) -> String {
+    if upper_bound_ns == u64::MAX {
+        "above the last bucket".to_owned()
+    } else {
+        format!("at most {:?}", std::time::Duration::from_nanos(upper_bound_ns))
     }
 }
 

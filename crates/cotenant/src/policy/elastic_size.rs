@@ -176,6 +176,7 @@ pub enum ElasticReason {
 
 impl ElasticReason {
     /// The reason's name in logs.
+    #[cfg_attr(loom, allow(dead_code))] // the elastic controller is not modelled under loom
     pub fn as_str(self) -> &'static str {
         match self {
             ElasticReason::Grow => "grow",

@@ -13,6 +13,7 @@ use super::worker::{self, WorkerStats};
 #[cfg(not(loom))]
 use super::{budget, control, elastic, host_tokens};
 use super::{default_period, BuildError, Builder, Placement, Pool, Shared, MAX_PERIOD, MIN_PERIOD};
+use crate::metrics::histogram::TaskHistograms;
 #[cfg(loom)]
 use crate::sync::thread;
 use crate::sync::Arc;
@@ -157,7 +158,16 @@ impl Builder {
         #[cfg(loom)]
         let wants_mask = self.pin_workers;
         let (mask_cpus, mask_lost) = if wants_mask { read_affinity() } else { (Vec::new(), false) };
+        // The histograms' clock measures its rate now, not on a task (`metrics/clock.rs`).
+        #[cfg(not(loom))]
+        if self.task_histograms {
+            crate::metrics::clock::calibrate();
+        }
         let shared = Arc::new(Shared {
+            name: std::sync::Arc::from(self.name.as_str()),
+            // Under loom the models check the protocol; the histograms are no part of it.
+            task_histograms: self.task_histograms && cfg!(not(loom)),
+            caller_histograms: TaskHistograms::default(),
             queue: Queue::new(self.queue_capacity),
             roster: Roster::new(threads, initial_target),
             gate: AtomicUsize::new(0),
@@ -186,7 +196,13 @@ impl Builder {
                 // Workers pinned for good take no CPU leases (`host_tokens.rs`).
                 let leases_on =
                     if self.pin_workers || !self.host_tokens_leases { Vec::new() } else { mask_cpus.clone() };
-                host_tokens::PoolTokens::new(set, self.host_tokens_wait, leases_on, gated)
+                host_tokens::PoolTokens::new(
+                    std::sync::Arc::from(self.name.as_str()),
+                    set,
+                    self.host_tokens_wait,
+                    leases_on,
+                    gated,
+                )
             }),
             #[cfg(not(loom))]
             tokens_state,
@@ -225,6 +241,10 @@ impl Builder {
                 placement::Request { cpu: placement::cpu_for(index, &allowed), background: self.background };
             let placed_tx = placed_tx.clone();
             let body = move || {
+                // The worker's whole life, placement included, runs in its pool's span (not
+                // in loom models, whose threads are not the pool's real ones).
+                #[cfg(not(loom))]
+                let _span = worker::pool_span(&worker_shared.name).entered();
                 if placing {
                     let _ = placed_tx.send(placement::apply(index, &request));
                 }

@@ -25,6 +25,12 @@ pub const MIN_PERIOD: Duration = Duration::from_millis(1);
 /// neighbours at all.
 pub const MAX_PERIOD: Duration = Duration::from_secs(10);
 
+/// Whether a pool keeps its task histograms when the builder is not told
+/// ([`Builder::task_histograms`]): the one line to change should their cost, measured by
+/// `pool-bench --peers cotenant-adaptive,cotenant-nohist`, call for it (and the setter's
+/// "Default:" with it).
+const DEFAULT_TASK_HISTOGRAMS: bool = true;
+
 /// Configures and starts a [`Pool`]. Every setting is optional.
 ///
 /// ```
@@ -71,6 +77,7 @@ pub struct Builder {
     pub(super) host_tokens_off: bool,
     pub(super) stack_size: Option<usize>,
     pub(super) hooks: Hooks,
+    pub(super) task_histograms: bool,
 }
 
 /// A hook run on each worker thread as it starts or stops (`Builder::on_thread_start`).
@@ -125,6 +132,7 @@ impl Default for Builder {
             host_tokens_off: false,
             stack_size: None,
             hooks: Hooks::default(),
+            task_histograms: DEFAULT_TASK_HISTOGRAMS,
         }
     }
 }
@@ -167,6 +175,56 @@ impl Builder {
     /// The worker threads' name prefix: workers are named `<name>-<index>`. Default: `cotenant`.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
+        self
+    }
+
+    /// Whether the pool keeps histograms of its tasks' queue wait and run time
+    /// ([`Metrics::queue_wait`] and [`Metrics::run_time`], `None` when off): buckets from 1 µs
+    /// to about 8.4 s, each twice the one before, counted by each worker in its own memory
+    /// (no lock, no allocation), for one clock reading per task on the worker and one at the
+    /// submit; off, the pool reads no clock for them. Default: on.
+    ///
+    /// - **Queue wait**: from the submit to the moment a worker takes the task off the queue.
+    ///   A task that its submitter ran because the queue was full ([`Full::CallerRuns`])
+    ///   waited 0.
+    /// - **Run time**: from that moment to the worker's next reading: the task's end when the
+    ///   queue is empty after it, else the moment it takes its next task. Besides the task, it
+    ///   holds the worker's few nanoseconds of bookkeeping and, in a pool that shares host CPU
+    ///   tokens or has a CPU budget, the wait for a token or for the budget before the task. A
+    ///   task that joins another task of its pool, and runs queued tasks while it waits,
+    ///   includes their time.
+    ///
+    /// Both count the tasks that [`Metrics::completed`] counts, once each (panicked ones too,
+    /// not those [`Pool::shutdown_now`] dropped unrun). While the workers run tasks back to
+    /// back, each one's run time is recorded when its worker takes the next, so a snapshot may
+    /// count a task or two fewer there than in `completed`; once the pool is idle or shut
+    /// down, they match.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let pool = cotenant::Pool::builder()
+    ///     .policy(cotenant::Policy::fixed(1))
+    ///     .task_histograms(true)
+    ///     .build()
+    ///     .unwrap();
+    /// pool.spawn(|| std::thread::sleep(Duration::from_millis(2))).join().unwrap();
+    /// pool.shutdown();
+    /// let metrics = pool.metrics();
+    /// let run_time = metrics.run_time.unwrap();
+    /// assert_eq!(run_time.count(), 1);
+    /// assert!(run_time.quantile_ns(0.5).unwrap() >= 2_000_000, "it slept 2 ms at least");
+    /// assert_eq!(metrics.queue_wait.unwrap().count(), metrics.completed);
+    ///
+    /// let untimed = cotenant::Pool::builder().task_histograms(false).build().unwrap();
+    /// assert!(untimed.metrics().run_time.is_none());
+    /// ```
+    ///
+    /// [`Metrics::queue_wait`]: crate::metrics::Metrics::queue_wait
+    /// [`Metrics::run_time`]: crate::metrics::Metrics::run_time
+    /// [`Metrics::completed`]: crate::metrics::Metrics::completed
+    /// [`Pool::shutdown_now`]: super::Pool::shutdown_now
+    pub fn task_histograms(mut self, on: bool) -> Self {
+        self.task_histograms = on;
         self
     }
 

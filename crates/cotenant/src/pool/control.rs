@@ -20,11 +20,16 @@
 //!    VM of RESULTS.md). A submit checks one flag, after the fence it issues anyway.
 //! 4. When sampling fails, the pool falls back to all its workers (what a plain pool does),
 //!    counts a sample error and the first failure in the process is logged as a warning.
+//! 5. At most every `status_record::PUBLISH_EVERY`, at a tick it makes anyway (never waking a
+//!    napping thread for it), the thread writes the process's status record for `cotenant top`
+//!    and the doctor, and removes it with the last pool (`control/status.rs`).
 //!
 //! `control/tick.rs` holds a pool's period (sample, decide, apply; plain and elastic pools),
-//! `control/schedstat.rs` the reading of the workers' run-queue waits.
+//! `control/schedstat.rs` the reading of the workers' run-queue waits, `control/status.rs` the
+//! status record.
 
 mod schedstat;
+mod status;
 #[cfg(test)]
 mod tests;
 mod tick;
@@ -35,6 +40,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use self::status::Publisher;
 use self::tick::{tick, tick_elastic, tokens_upkeep};
 use super::elastic::Totals;
 use super::Shared;
@@ -286,6 +292,7 @@ fn control_loop() {
     let mut sampler: Option<HostSampler> = None;
     let mut sampler_error: Option<(crate::sampler::SampleError, Instant)> = None;
     let mut failed_reads = 0u32;
+    let mut publisher = Publisher::new();
     let mut recorder = std::env::var_os(RECORD_ENV).and_then(|path| {
         match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
             Ok(file) => Some(std::io::BufWriter::new(file)),
@@ -301,6 +308,9 @@ fn control_loop() {
             match registry.entries.iter().map(|entry| entry.next_due).min() {
                 Some(at) => at,
                 None => {
+                    // Step 5: the record goes with the last pool, before a new thread can
+                    // write its own.
+                    publisher.remove();
                     // Under the lock that saw the registry empty: a `register` after this
                     // starts a new thread; one before it is in `entries`.
                     registry.running = false;
@@ -378,9 +388,19 @@ fn control_loop() {
             pool.health_tick();
             true
         });
-        if registry.entries.iter().all(|entry| entry.idle_periods >= NAP_AFTER_PERIODS) {
-            let pools: Vec<Weak<Shared>> = registry.entries.iter().map(|entry| entry.pool.clone()).collect();
-            drop(registry);
+        // Step 5: the pools' counters read under the lock, the file written after it.
+        let record = publisher.due(now).then(|| Publisher::collect(&registry.entries));
+        let napping = registry.entries.iter().all(|entry| entry.idle_periods >= NAP_AFTER_PERIODS);
+        let pools: Vec<Weak<Shared>> = if napping {
+            registry.entries.iter().map(|entry| entry.pool.clone()).collect()
+        } else {
+            Vec::new()
+        };
+        drop(registry);
+        if let Some(record) = record {
+            publisher.publish(record, now);
+        }
+        if napping {
             nap(&pools);
             let mut registry = lock_registry();
             let now = Instant::now();

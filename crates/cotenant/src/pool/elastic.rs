@@ -215,6 +215,7 @@ pub(crate) fn spawn_missing(shared: &Arc<Shared>, size: usize) -> Result<usize, 
         let request = super::placement::Request { cpu: None, background: elastic.background };
         let spawned =
             super::worker::spawn_thread(format!("{}-{index}", elastic.name), shared.stack_size, move || {
+                let _span = super::worker::pool_span(&worker_shared.name).entered();
                 if request.background {
                     let _ = super::placement::apply(index, &request); // logs a refusal itself
                 }
@@ -229,7 +230,11 @@ pub(crate) fn spawn_missing(shared: &Arc<Shared>, size: usize) -> Result<usize, 
                 slot.occupied.store(false, Ordering::Release);
                 shared.worker_exited();
                 if !elastic.spawn_warned.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(%error, "cotenant: an elastic pool cannot start a thread; it runs with fewer");
+                    tracing::warn!(
+                        pool = %shared.name,
+                        %error,
+                        "cotenant: an elastic pool cannot start a thread; it runs with fewer"
+                    );
                 }
                 return Err(error);
             }

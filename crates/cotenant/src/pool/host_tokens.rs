@@ -100,6 +100,12 @@ pub(crate) struct PoolTokens {
     /// Token operations that failed (taking one: the task then runs without; giving one back),
     /// leases and moves to a leased CPU included (the task then runs where it is).
     pub(crate) errors: AtomicU64,
+    /// Workers of this pool waiting for a token now (the status record's `token_waits`,
+    /// `control/status.rs`).
+    waiting: AtomicU64,
+    /// The pool's name, for the warnings (logged by the controller too, outside the workers'
+    /// span).
+    pool: Arc<str>,
     warned: AtomicBool,
     /// A failure to move to a leased CPU was logged (apart from `warned`, so that a later
     /// token failure is still logged).
@@ -271,7 +277,13 @@ fn own_run_delay(stats: &WorkerStats) -> Option<u64> {
 impl PoolTokens {
     /// `allowed`: the CPUs whose leases the workers may take, ascending (empty: none).
     /// `gated`: engaged only while the set is shared (see the module documentation).
-    pub(crate) fn new(set: Arc<HostTokens>, wait: Duration, allowed: Vec<u32>, gated: bool) -> PoolTokens {
+    pub(crate) fn new(
+        pool: Arc<str>,
+        set: Arc<HostTokens>,
+        wait: Duration,
+        allowed: Vec<u32>,
+        gated: bool,
+    ) -> PoolTokens {
         let allowed = if set.leases() == 0 { Vec::new() } else { allowed };
         set.pool_joined();
         let engaged = AtomicBool::new(!gated || set.shared_now());
@@ -287,9 +299,22 @@ impl PoolTokens {
             taken: AtomicU64::new(0),
             taken_back: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
+            pool,
             warned: AtomicBool::new(false),
             warned_move: AtomicBool::new(false),
         }
+    }
+
+    /// The set the pool shares (read by a metrics registry, `crate::metrics::Registry`, for the
+    /// set's own gauges).
+    pub(crate) fn set(&self) -> &Arc<HostTokens> {
+        &self.set
+    }
+
+    /// Workers of this pool waiting for a token now.
+    pub(crate) fn waiting_workers(&self) -> u64 {
+        self.waiting.load(Ordering::Relaxed)
     }
 
     /// Whether the workers take tokens now (one atomic load: all a lone process pays per task).
@@ -316,7 +341,11 @@ impl PoolTokens {
             Some(Ok(true)) => (Ok(Acquired::Token), here),
             Some(Err(e)) => (Err(e), None),
             Some(Ok(false)) | None => {
-                (self.set.acquire_or_cancel(self.wait, CANCEL_CHECK, &cancelling), None)
+                // Only the slow path counts itself: a token taken at once never waited.
+                self.waiting.fetch_add(1, Ordering::Relaxed);
+                let got = self.set.acquire_or_cancel(self.wait, CANCEL_CHECK, &cancelling);
+                self.waiting.fetch_sub(1, Ordering::Relaxed);
+                (got, None)
             }
         };
         match got {
@@ -458,14 +487,14 @@ impl PoolTokens {
     fn failed_move(&self, what: &str) {
         self.errors.fetch_add(1, Ordering::Relaxed);
         if !self.warned_move.swap(true, Ordering::Relaxed) {
-            tracing::warn!("host tokens: {what}");
+            tracing::warn!(pool = %self.pool, "host tokens: {what}");
         }
     }
 
     fn failed(&self, e: &crate::tokens::TokensError) {
         self.errors.fetch_add(1, Ordering::Relaxed);
         if !self.warned.swap(true, Ordering::Relaxed) {
-            tracing::warn!("{e}; this pool's tasks run without a host token while it fails");
+            tracing::warn!(pool = %self.pool, "{e}; this pool's tasks run without a host token while it fails");
         }
     }
 }
@@ -532,7 +561,7 @@ mod tests {
         let name = format!("cotenant-test-holding-wait-{}", std::process::id());
         let _remove = RemoveNamed(name.clone());
         let set = Arc::new(HostTokens::open(&name, 1).unwrap());
-        let tokens = PoolTokens::new(set, Duration::from_secs(1), Vec::new(), false);
+        let tokens = PoolTokens::new(Arc::from("test"), set, Duration::from_secs(1), Vec::new(), false);
         let stats = WorkerStats::default();
         let Some(before) = own_run_delay(&stats) else {
             eprintln!("skipped: a kernel without schedstat");

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use super::worker::{run_queued_while_waiting, tasks_running_here};
 use super::{Pool, Shared, ShutdownTimeout};
-use crate::sync::{lock, wait, wait_timeout};
+use crate::sync::{lock, wait_timeout};
 
 /// The longest a thread in `wait_idle` sleeps before it looks again unwoken: a backstop (every
 /// finished task wakes it), which lets a waiter on a worker run tasks queued meanwhile.
@@ -184,25 +184,10 @@ impl Pool {
             control.drain();
         }
         self.shared.close(false);
-        // A task of this pool that owns the pool cannot wait for its own worker.
-        let own = usize::from(self.shared.is_own_worker());
-        let mut live = lock(&self.shared.live);
-        while *live > own {
-            match deadline {
-                None => live = wait(&self.shared.exited, live),
-                Some(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        let running = *live - own;
-                        drop(live);
-                        let queued = self.shared.queued();
-                        return Err(ShutdownTimeout::new(self, running, queued));
-                    }
-                    live = wait_timeout(&self.shared.exited, live, left);
-                }
-            }
+        if let Err(running) = self.shared.wait_workers_exited(deadline) {
+            let queued = self.shared.queued();
+            return Err(ShutdownTimeout::new(self, running, queued));
         }
-        drop(live);
         // Every worker has left the pool: this joins their threads and unregisters at once.
         self.stop(false);
         Ok(())

@@ -67,7 +67,7 @@ use std::time::Duration;
 
 use crate::metrics::Metrics;
 use crate::policy::Policy;
-use crate::sync::{lock, thread, wait, Mutex};
+use crate::sync::{lock, thread, Mutex};
 use crate::sync::{Arc, Ordering};
 use shared::{Refused, Shared};
 use task::{failed_task, task_pair_in, Job};
@@ -241,13 +241,14 @@ impl Pool {
     /// A snapshot of the pool's counters and gauges, with the health alerts in force
     /// ([`Metrics::alerts`]; each call is also a point of the alerts' sliding window).
     pub fn metrics(&self) -> Metrics {
-        #[allow(unused_mut)]
-        let mut metrics = self.shared.snapshot();
-        #[cfg(not(loom))]
-        {
-            metrics.alerts = self.shared.observe_health(&metrics);
-        }
-        metrics
+        metrics_of(&self.shared)
+    }
+
+    /// A weak reference to the pool's state for a metrics registry
+    /// ([`crate::metrics::Registry`]), which must not keep a dropped pool alive.
+    #[cfg(not(loom))]
+    pub(crate) fn downgrade(&self) -> WeakPool {
+        WeakPool(Arc::downgrade(&self.shared))
     }
 
     /// Stops accepting tasks, lets the workers run everything already queued, and waits until
@@ -288,16 +289,55 @@ impl Pool {
         }
         // A concurrent or earlier caller may hold the handles: wait for every worker to exit
         // anyway (all but the calling one, if a task of this pool called us).
-        let own = usize::from(self.shared.is_own_worker());
-        let mut live = lock(&self.shared.live);
-        while *live > own {
-            live = wait(&self.shared.exited, live);
-        }
-        drop(live);
+        let _ = self.shared.wait_workers_exited(None); // no deadline: never an `Err`
         #[cfg(not(loom))]
         if let Some(control) = &self.control {
             control.unregister();
         }
+    }
+}
+
+/// A pool's counters and gauges now, with the health alerts in force: what [`Pool::metrics`]
+/// returns, and what a metrics registry reads through a [`WeakPool`] (each call is a point of
+/// the alerts' window either way: a scrape is a look at the pool like any other).
+fn metrics_of(shared: &Shared) -> Metrics {
+    #[allow(unused_mut)]
+    let mut metrics = shared.snapshot();
+    #[cfg(not(loom))]
+    {
+        metrics.alerts = shared.observe_health(&metrics);
+    }
+    metrics
+}
+
+/// What a metrics registry ([`crate::metrics::Registry`]) keeps of a pool: a weak reference
+/// to its state, so that registering a pool does not keep it alive. The state outlives the
+/// [`Pool`] only while a worker thread is still exiting (an elastic pool's last threads) or
+/// the controller is in the middle of a period; after that [`read`](Self::read) says `None`
+/// and the registry forgets the pool.
+#[cfg(not(loom))]
+#[derive(Clone)]
+pub(crate) struct WeakPool(std::sync::Weak<Shared>);
+
+#[cfg(not(loom))]
+impl WeakPool {
+    /// The pool's metrics now (as [`Pool::metrics`]) and the host-token set it shares, if any;
+    /// `None` once the pool is gone.
+    pub(crate) fn read(&self) -> Option<(Metrics, Option<Arc<crate::tokens::HostTokens>>)> {
+        let shared = self.0.upgrade()?;
+        let metrics = metrics_of(&shared);
+        let set = shared.host_tokens.as_ref().map(|tokens| Arc::clone(tokens.set()));
+        Some((metrics, set))
+    }
+
+    /// Whether this is a reference to `pool`.
+    pub(crate) fn is(&self, pool: &Pool) -> bool {
+        std::ptr::eq(self.0.as_ptr(), Arc::as_ptr(&pool.shared))
+    }
+
+    /// Whether the pool is gone (its state dropped).
+    pub(crate) fn is_gone(&self) -> bool {
+        self.0.strong_count() == 0
     }
 }
 

@@ -237,8 +237,9 @@ impl<'scope> Scope<'scope> {
                 continue;
             }
             // A task that ends after the check above unparks us after its count, so this park
-            // returns at once: no wake-up is lost, and a spurious one only loops.
-            std::thread::park();
+            // returns at once: no wake-up is lost, and a spurious one only loops. A helping
+            // worker looks at the queue again every `HELP_RECHECK` (nothing else wakes it).
+            park_waiting(self.pool.address());
         }
     }
 }
@@ -484,7 +485,19 @@ impl Pool {
             }
             // The worker stores `DONE` and then unparks us: this returns at once if that
             // happened after the check.
-            std::thread::park();
+            park_waiting(self.address());
         }
     }
+}
+
+/// Parks the waiting thread until it is unparked; a worker that helps the pool it waits on
+/// (`helps_while_waiting`) wakes every `HELP_RECHECK` too, to run tasks queued meanwhile.
+fn park_waiting(pool: usize) {
+    #[cfg(not(loom))]
+    if super::worker::helps_while_waiting(pool) {
+        std::thread::park_timeout(super::worker::HELP_RECHECK);
+        return;
+    }
+    let _ = pool;
+    std::thread::park();
 }

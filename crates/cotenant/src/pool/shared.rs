@@ -13,11 +13,12 @@ use super::worker::{self, WorkerStats};
 #[cfg(not(loom))]
 use super::{budget, control, elastic, host_tokens};
 use super::{Full, JoinError};
+use crate::metrics::histogram::TaskHistograms;
 #[cfg(not(loom))]
 use crate::sync::Arc;
 use crate::sync::Ordering;
 use crate::sync::{
-    fence, lock, thread, wait_timeout, AtomicBool, AtomicU64, AtomicUsize, CachePadded, Condvar, Mutex,
+    fence, lock, thread, wait, wait_timeout, AtomicBool, AtomicU64, AtomicUsize, CachePadded, Condvar, Mutex,
 };
 
 /// How long a submitter blocked on a full queue waits before it tries again even if no worker
@@ -30,6 +31,16 @@ const CLOSED: usize = 1 << (usize::BITS - 1);
 
 /// State shared by the pool handle, its workers and the controller.
 pub(crate) struct Shared {
+    /// The pool's name (`Builder::name`, the workers' name prefix): the `pool` field of the
+    /// events logged about it off its workers, whose own events carry it in their span.
+    /// `std`'s `Arc` even under loom: a plain shared string, no part of any model.
+    pub(crate) name: std::sync::Arc<str>,
+    /// Whether tasks are timed into the queue-wait and run-time histograms
+    /// (`Builder::task_histograms`; always off under loom). Off, no clock is read for them.
+    pub(crate) task_histograms: bool,
+    /// The histograms of the tasks run by the threads that submitted them (`run_on_caller`):
+    /// several threads write them, with `fetch_add`.
+    pub(super) caller_histograms: TaskHistograms,
     pub(super) queue: Queue<Job>,
     pub(crate) roster: Roster,
     pub(super) gate: AtomicUsize,
@@ -164,12 +175,39 @@ impl Shared {
         self.exited.notify_all();
     }
 
+    /// Waits until every worker thread has exited but the calling one (a task of this pool
+    /// that shuts it down cannot wait for its own worker), or until `deadline` (none: for
+    /// good); `Err` with the workers still running at the deadline.
+    pub(super) fn wait_workers_exited(&self, deadline: Option<Instant>) -> Result<(), usize> {
+        let own = usize::from(self.is_own_worker());
+        let mut live = lock(&self.live);
+        while *live > own {
+            live = match deadline {
+                None => wait(&self.exited, live),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(*live - own);
+                    }
+                    wait_timeout(&self.exited, live, left)
+                }
+            };
+        }
+        Ok(())
+    }
+
     pub(crate) fn queued(&self) -> usize {
         self.queue.len()
     }
 
     /// Step P (README): one attempt to enqueue; on success wakes an allowed sleeper if any.
-    pub(super) fn push(&self, job: Job) -> Result<(), Refused> {
+    pub(super) fn push(&self, mut job: Job) -> Result<(), Refused> {
+        // The submit's one clock reading for the histograms: the start of the task's queue
+        // wait (kept from a first try that found the queue full), and of its run if the
+        // submitter ends up running it (`run_on_caller`).
+        if self.task_histograms {
+            job.stamp(crate::metrics::clock::now_ns);
+        }
         if self.gate.fetch_add(1, Ordering::SeqCst) & CLOSED != 0 {
             self.gate.fetch_sub(1, Ordering::SeqCst);
             return Err(Refused::ShutDown(job));
@@ -237,10 +275,20 @@ impl Shared {
 
     /// Runs a job the queue had no room for on the submitting thread, counted as the pool's
     /// (`Metrics::caller_ran`). The job resolves its own Task; a panic is caught inside it.
+    ///
+    /// Histograms: such a task never waited in the queue (a queue wait of 0), and its run
+    /// starts at the submit's stamp, taken just before the push that found no room: one more
+    /// clock reading, at its end.
     pub(super) fn run_on_caller(&self, job: Job) {
         self.caller_ran.fetch_add(1, Ordering::Relaxed);
+        let submitted_ns = job.enqueued_ns();
         if self.run_job(job) {
             self.workers[0].panicked.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.task_histograms && submitted_ns != 0 {
+            let histograms = &self.caller_histograms;
+            histograms.queue_wait.record_shared(0);
+            histograms.run_time.record_shared(crate::metrics::clock::now_ns().saturating_sub(submitted_ns));
         }
     }
 
@@ -256,7 +304,10 @@ impl Shared {
                 if let Some(handler) = &self.hooks.panic {
                     let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(payload)));
                     if let Err(again) = handled {
-                        tracing::warn!("cotenant: a pool's panic handler panicked; that panic is dropped");
+                        tracing::warn!(
+                            pool = %self.name,
+                            "cotenant: a pool's panic handler panicked; that panic is dropped"
+                        );
                         // Dropping a payload runs user code too; a worker catches what that does.
                         drop(again);
                     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::worker;
 use super::worker::WorkerStats;
 use super::Shared;
+use crate::metrics::histogram::Histogram;
 use crate::metrics::Metrics;
 #[cfg(not(loom))]
 use crate::sync::lock;
@@ -22,6 +23,7 @@ impl Shared {
     pub(crate) fn snapshot(&self) -> Metrics {
         let shared = self;
         let sum = |f: fn(&WorkerStats) -> u64| shared.workers.iter().map(|w| f(w)).sum::<u64>();
+        let (queue_wait, run_time) = shared.histograms_now();
         Metrics {
             threads: shared.workers.len(),
             target: shared.roster.target(),
@@ -96,8 +98,27 @@ impl Shared {
             }),
             #[cfg(loom)]
             elastic: None,
+            queue_wait,
+            run_time,
             alerts: crate::health::Alerts::default(),
         }
+    }
+
+    /// The queue-wait and run-time histograms of every task the pool ran: each worker's, and
+    /// those of the tasks run by the threads that submitted them (`Full::CallerRuns`, a full
+    /// queue under a scope). `None` when the pool does not time its tasks
+    /// (`Builder::task_histograms`). Read histogram by histogram while tasks run: a snapshot
+    /// in which a task may be counted in one and not yet in the other (`TaskClock`).
+    fn histograms_now(&self) -> (Option<Histogram>, Option<Histogram>) {
+        if !self.task_histograms {
+            return (None, None);
+        }
+        let (mut queue_wait, mut run_time) = (Histogram::default(), Histogram::default());
+        for worker in self.workers.iter() {
+            worker.histograms.add_to(&mut queue_wait, &mut run_time);
+        }
+        self.caller_histograms.add_to(&mut queue_wait, &mut run_time);
+        (Some(queue_wait), Some(run_time))
     }
 
     /// Adds `metrics` to the health window and logs each alert that changed, once.
@@ -109,9 +130,15 @@ impl Shared {
         for transition in health.observe(now, metrics) {
             let alert = transition.alert.as_str();
             if transition.raised {
-                tracing::warn!(alert, advice = transition.alert.advice(), %metrics, "cotenant pool alert raised");
+                tracing::warn!(
+                    pool = %self.name,
+                    alert,
+                    advice = transition.alert.advice(),
+                    %metrics,
+                    "cotenant pool alert raised"
+                );
             } else {
-                tracing::info!(alert, %metrics, "cotenant pool alert cleared");
+                tracing::info!(pool = %self.name, alert, %metrics, "cotenant pool alert cleared");
             }
         }
         health.alerts()
@@ -129,3 +156,9 @@ impl Shared {
         }
     }
 }
+
+// In `pool/tests/` with the pool's other in-crate tests; declared here (a child of `pool`) so
+// that it can reach the histograms of the tasks run by their submitters.
+#[cfg(all(test, not(loom)))]
+#[path = "tests/histograms.rs"]
+mod histogram_tests;

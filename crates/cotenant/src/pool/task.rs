@@ -191,26 +191,10 @@ impl<T> Task<T> {
     pub fn join(self) -> Result<T, JoinError> {
         let backoff = Backoff::default().spins(JOIN_SPIN_ROUNDS).yields(JOIN_YIELD_ROUNDS);
         spin_then_yield(&backoff, || self.slot.resolved.load(Ordering::Acquire));
-        #[cfg(not(loom))]
-        super::worker::run_queued_while_waiting(self.slot.pool, &|| {
-            self.slot.resolved.load(Ordering::Acquire)
-        });
-        let mut state = lock(&self.slot.state);
-        loop {
-            match &mut *state {
-                State::Pending { joiner_waiting, .. } => {
-                    *joiner_waiting = true;
-                    state = wait(&self.slot.done, state);
-                }
-                State::Done(_) => {
-                    return match std::mem::replace(&mut *state, State::Taken) {
-                        State::Done(result) => result,
-                        _ => unreachable!("matched Done just above"),
-                    };
-                }
-                // Polled to `Ready` before: the result went to that poll.
-                State::Taken => return Err(JoinError::AlreadyTaken),
-            }
+        match self.wait_until(None) {
+            Ok(value) => Ok(value),
+            Err(JoinTimeoutError::Failed(error)) => Err(error),
+            Err(JoinTimeoutError::Timeout(_)) => unreachable!("no deadline, no timeout"),
         }
     }
 
@@ -284,32 +268,55 @@ impl<T> Task<T> {
     /// ```
     pub fn join_timeout(self, timeout: Duration) -> Result<T, JoinTimeoutError<T>> {
         // No deadline when `now + timeout` cannot be represented: that is waiting for good.
-        let deadline = Instant::now().checked_add(timeout);
+        self.wait_until(Instant::now().checked_add(timeout))
+    }
+
+    /// `join` (no deadline) and `join_timeout`: helps the pool when called on one of its
+    /// workers, then waits for the result or the deadline.
+    fn wait_until(self, deadline: Option<Instant>) -> Result<T, JoinTimeoutError<T>> {
         #[cfg(not(loom))]
-        super::worker::run_queued_while_waiting(self.slot.pool, &|| {
-            self.slot.resolved.load(Ordering::Acquire)
-                || deadline.is_some_and(|deadline| Instant::now() >= deadline)
-        });
+        let help = || {
+            super::worker::run_queued_while_waiting(self.slot.pool, &|| {
+                self.slot.resolved.load(Ordering::Acquire)
+                    || deadline.is_some_and(|deadline| Instant::now() >= deadline)
+            })
+        };
+        #[cfg(not(loom))]
+        help();
+        // On a worker of the task's pool, the wait is cut into `HELP_RECHECK` steps with help in
+        // between: nothing else would run tasks queued meanwhile by the one this waits for.
+        #[cfg(not(loom))]
+        let step = super::worker::helps_while_waiting(self.slot.pool).then_some(super::worker::HELP_RECHECK);
+        #[cfg(loom)]
+        let step: Option<std::time::Duration> = None;
         let mut state = lock(&self.slot.state);
         loop {
             match &mut *state {
-                State::Pending { joiner_waiting, .. } => match deadline {
-                    None => {
-                        *joiner_waiting = true;
-                        state = wait(&self.slot.done, state);
+                State::Pending { joiner_waiting, .. } => {
+                    let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+                    if left.is_some_and(|left| left.is_zero()) {
+                        // Nobody waits any more: spare the resolver a needless notify.
+                        *joiner_waiting = false;
+                        drop(state);
+                        return Err(JoinTimeoutError::Timeout(self));
                     }
-                    Some(deadline) => {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        if left.is_zero() {
-                            // Nobody waits any more: spare the resolver a needless notify.
-                            *joiner_waiting = false;
-                            drop(state);
-                            return Err(JoinTimeoutError::Timeout(self));
+                    *joiner_waiting = true;
+                    state = match (left, step) {
+                        (None, None) => wait(&self.slot.done, state),
+                        (Some(left), None) => wait_timeout(&self.slot.done, state, left),
+                        (left, Some(step)) => {
+                            let waited = wait_timeout(
+                                &self.slot.done,
+                                state,
+                                left.map_or(step, |left| left.min(step)),
+                            );
+                            drop(waited);
+                            #[cfg(not(loom))]
+                            help();
+                            lock(&self.slot.state)
                         }
-                        *joiner_waiting = true;
-                        state = wait_timeout(&self.slot.done, state, left);
-                    }
-                },
+                    };
+                }
                 State::Done(_) => {
                     return match std::mem::replace(&mut *state, State::Taken) {
                         State::Done(result) => result.map_err(JoinTimeoutError::Failed),
@@ -429,8 +436,17 @@ pub(crate) enum Outcome {
     Unhandled(Box<dyn Any + Send + 'static>),
 }
 
-/// A queued unit of work: a boxed closure that never unwinds (it catches its own panic).
-pub(crate) struct Job(Box<dyn FnOnce() -> Outcome + Send + 'static>);
+/// A queued unit of work: a boxed closure that never unwinds (it catches its own panic), and
+/// when it was submitted, for the queue-wait histogram (`Builder::task_histograms`).
+///
+/// The stamp is a reading of the histograms' clock (`metrics/clock.rs`, nanoseconds; a `u64`:
+/// an `Instant` is twice the size), which makes a job 24 bytes rather than 16. It is 0 until a
+/// pool with histograms on stamps it at the submit (`Shared::push`); a pool with them off
+/// never reads the clock for it.
+pub(crate) struct Job {
+    run: Box<dyn FnOnce() -> Outcome + Send + 'static>,
+    enqueued_ns: u64,
+}
 
 impl Job {
     /// A job that runs `f` and resolves `completer` with its value or panic.
@@ -439,7 +455,7 @@ impl Job {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        Job(Box::new(move || match catch_unwind(AssertUnwindSafe(f)) {
+        Job::from_fn(move || match catch_unwind(AssertUnwindSafe(f)) {
             Ok(value) => {
                 completer.resolve(Ok(value));
                 Outcome::Completed
@@ -448,7 +464,7 @@ impl Job {
                 completer.resolve(Err(JoinError::Panicked(Panic::new(payload))));
                 Outcome::Panicked
             }
-        }))
+        })
     }
 
     /// A fire-and-forget job: a panic is counted by the pool, and its payload handed to the
@@ -457,21 +473,34 @@ impl Job {
     where
         F: FnOnce() + Send + 'static,
     {
-        Job(Box::new(move || match catch_unwind(AssertUnwindSafe(f)) {
+        Job::from_fn(move || match catch_unwind(AssertUnwindSafe(f)) {
             Ok(()) => Outcome::Completed,
             Err(payload) => Outcome::Unhandled(payload),
-        }))
+        })
     }
 
     /// A job made of a closure that catches its own panics and reports them (scoped tasks,
-    /// `scope.rs`).
-    #[cfg_attr(loom, allow(dead_code))]
+    /// `scope.rs`), not stamped yet.
     pub(crate) fn from_fn(f: impl FnOnce() -> Outcome + Send + 'static) -> Job {
-        Job(Box::new(f))
+        Job { run: Box::new(f), enqueued_ns: 0 }
     }
 
     pub(crate) fn run(self) -> Outcome {
-        (self.0)()
+        (self.run)()
+    }
+
+    /// When the job was submitted (a reading of `metrics/clock.rs`), or 0 if it was not stamped.
+    pub(crate) fn enqueued_ns(&self) -> u64 {
+        self.enqueued_ns
+    }
+
+    /// Stamps the job with the submit's reading `now_ns` unless it has one already (a
+    /// submitter blocked on a full queue pushes the same job again: its wait counts from the
+    /// first try). Never 0 once stamped.
+    pub(crate) fn stamp(&mut self, now_ns: impl FnOnce() -> u64) {
+        if self.enqueued_ns == 0 {
+            self.enqueued_ns = now_ns().max(1);
+        }
     }
 }
 
@@ -485,6 +514,19 @@ pub(crate) fn failed_task<T>(error: JoinError) -> Task<T> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_is_its_closure_and_its_stamp_only() {
+        // Every queue slot holds one: the stamp for the histograms adds 8 bytes, nothing more.
+        assert!(std::mem::size_of::<Job>() <= 3 * std::mem::size_of::<usize>());
+        let mut job = Job::detached(|| ());
+        assert_eq!(job.enqueued_ns(), 0, "not stamped until a timed pool's submit");
+        job.stamp(|| 0);
+        assert_eq!(job.enqueued_ns(), 1, "a stamp is never 0, which means none");
+        job.stamp(|| 99);
+        assert_eq!(job.enqueued_ns(), 1, "the first stamp stays");
+        assert!(matches!(job.run(), Outcome::Completed));
+    }
 
     #[test]
     fn a_dropped_completer_cancels_its_task() {

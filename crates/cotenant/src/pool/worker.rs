@@ -20,6 +20,7 @@ use std::time::Instant;
 use super::borrow::WORKER_CHECK_INTERVAL;
 use super::builder::ThreadHook;
 use super::Shared;
+use crate::metrics::histogram::{TaskClock, TaskHistograms};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
 use crate::wait::{spin_then_yield, Backoff};
 
@@ -75,15 +76,20 @@ pub(crate) struct WorkerStats {
     /// for host tokens and elastic meters): part of `Metrics::degradations`
     /// (`crate::metrics::Degradation`).
     pub(crate) degradations: std::sync::atomic::AtomicU64,
+    /// The queue wait and run time of the tasks this worker ran (`Builder::task_histograms`;
+    /// what each measures: `TaskClock`), written by this worker only.
+    pub(crate) histograms: TaskHistograms,
 }
 
 impl WorkerStats {
+    /// Starts a busy stretch unless one is in progress (one clock reading per stretch).
     fn mark_busy(&self, epoch: Instant) {
         if self.busy_since_ns.load(Ordering::Relaxed) == 0 {
             self.busy_since_ns.store(nanos_since(epoch).max(1), Ordering::Relaxed);
         }
     }
 
+    /// Ends the busy stretch in progress, if any.
     fn mark_idle(&self, epoch: Instant) {
         let since = self.busy_since_ns.swap(0, Ordering::Relaxed);
         if since != 0 {
@@ -151,6 +157,13 @@ impl WorkerStats {
     }
 }
 
+/// The span a worker thread of the pool named `pool` runs in for its whole life, so that every
+/// event logged on it names its pool (a root span: a worker belongs to no caller's span).
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) fn pool_span(pool: &str) -> tracing::Span {
+    tracing::info_span!(parent: None, "cotenant_pool", pool = %pool)
+}
+
 #[cfg(not(loom))]
 thread_local! {
     /// The `Shared` this thread is a worker of (its address), or 0: lets the pool recognise
@@ -165,6 +178,27 @@ thread_local! {
 #[cfg_attr(loom, allow(dead_code))]
 const MAX_HELP_DEPTH: u32 = 64;
 
+/// How long a thread that waits on a worker of the pool it helps (`Task::join`, `Pool::scope`,
+/// `Pool::join`) blocks before it looks at the queue again: a push wakes sleeping workers, not
+/// a worker blocked in a wait, so tasks queued meanwhile (by the task it waits for, say) would
+/// otherwise wait for a worker that may never come.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) const HELP_RECHECK: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Whether `run_queued_while_waiting(task_pool, ..)` would help on this thread now: a worker
+/// of that pool, neither budgeted nor elastic, below `MAX_HELP_DEPTH`. Such a waiter blocks at
+/// most `HELP_RECHECK` at a time, and helps again in between.
+#[cfg(not(loom))]
+pub(crate) fn helps_while_waiting(task_pool: usize) -> bool {
+    let pool = CURRENT_POOL.with(|current| current.get());
+    if pool == 0 || pool != task_pool {
+        return false;
+    }
+    // SAFETY: as in `run_queued_while_waiting`: this thread is a worker of the live `Shared`.
+    let shared = unsafe { &*(pool as *const Shared) };
+    !(shared.budget.is_some() || shared.is_elastic()) && HELP_DEPTH.with(|depth| depth.get()) < MAX_HELP_DEPTH
+}
+
 /// Called by `Task::join` before it blocks, for a task of the pool whose `Shared` is at
 /// `task_pool`: on a worker thread of that same pool, runs tasks queued in it until `done`
 /// holds or the queue is empty. A task that joins a task of its own pool would otherwise wait
@@ -176,21 +210,15 @@ const MAX_HELP_DEPTH: u32 = 64;
 /// pool (helping here would not bring it closer), and not beyond `MAX_HELP_DEPTH` nested joins.
 #[cfg(not(loom))]
 pub(crate) fn run_queued_while_waiting(task_pool: usize, done: &dyn Fn() -> bool) {
-    let pool = CURRENT_POOL.with(|current| current.get());
-    if pool == 0 || pool != task_pool {
+    if !helps_while_waiting(task_pool) {
         return;
     }
+    let pool = CURRENT_POOL.with(|current| current.get());
     // SAFETY: `CURRENT_POOL` is set by `run` to the address of the `Shared` it holds an `Arc`
     // of for as long as the thread is a worker, and cleared before that `Arc` is dropped; this
     // runs on that thread, inside one of its tasks, so the `Shared` is alive.
     let shared = unsafe { &*(pool as *const Shared) };
-    if shared.budget.is_some() || shared.is_elastic() {
-        return;
-    }
     let depth = HELP_DEPTH.with(|depth| depth.get());
-    if depth >= MAX_HELP_DEPTH {
-        return;
-    }
     HELP_DEPTH.with(|d| d.set(depth + 1));
     // Restores the depth however this ends (a job's panic is caught inside `guarded`).
     struct Leave(u32);
@@ -201,6 +229,10 @@ pub(crate) fn run_queued_while_waiting(task_pool: usize, done: &dyn Fn() -> bool
     }
     let _leave = Leave(depth);
     let stats = &shared.workers[CURRENT_INDEX.with(|index| index.get())];
+    // The histograms time each task run here from its pop to its own end (two readings: a
+    // join's wait, not the pool's hot path), recorded before it counts as finished.
+    let mut clock = TaskClock::new(shared.task_histograms);
+    let timed = &stats.histograms;
     while !done() {
         let Some(job) = shared.queue.pop() else { return };
         shared.after_pop();
@@ -208,9 +240,12 @@ pub(crate) fn run_queued_while_waiting(task_pool: usize, done: &dyn Fn() -> bool
             cancel(shared, job, stats);
             continue;
         }
+        let popped = clock.popped(timed);
+        clock.started(timed, popped, job.enqueued_ns());
         if guarded(|| shared.run_job(job)) {
             stats.panicked.fetch_add(1, Ordering::Relaxed);
         }
+        clock.ended(timed);
         stats.completed.fetch_add(1, Ordering::Relaxed);
         shared.task_finished(stats);
     }
@@ -358,6 +393,10 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     // only ever carried to a pop that follows at once; every other path gives it back first.
     #[cfg(not(loom))]
     let mut kept: Option<super::host_tokens::Held<'_>> = None;
+    // The readings of the task histograms (`TaskClock`; a clock of their own, not the busy
+    // stretch's).
+    let mut clock = TaskClock::new(shared.task_histograms);
+    let timed = &stats.histograms;
     // What a worker does whenever it runs out of tasks it may run: it keeps no host token
     // while idle, its busy stretch ends, and a budgeted pool's CPU slice is charged.
     macro_rules! stop_working {
@@ -365,6 +404,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             #[cfg(not(loom))]
             drop(kept.take());
             stats.mark_idle(shared.epoch);
+            clock.stopped(timed);
             #[cfg(not(loom))]
             if budgeted {
                 super::budget::release();
@@ -387,6 +427,9 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                     cancel(&shared, job, stats);
                     continue;
                 }
+                // This task's one clock reading (histograms on): the end of its queue wait and
+                // of the previous task's run, the start of its own.
+                let popped = clock.popped(timed);
                 // A budgeted pool's worker needs a slice of CPU time first (`budget.rs`); it
                 // may park here until the refill, and a `shutdown_now` meanwhile cancels the job.
                 #[cfg(not(loom))]
@@ -418,6 +461,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                         }
                     }
                 };
+                clock.started(timed, popped, job.enqueued_ns());
                 stats.mark_busy(shared.epoch);
                 #[cfg(not(loom))]
                 let mark = meter.as_mut().and_then(|meter| meter.start());
@@ -444,6 +488,12 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 #[cfg(not(loom))]
                 if budgeted {
                     super::budget::after_task();
+                }
+                // No pop follows at once when the queue looks empty: the run ends now, counted
+                // before the task counts as finished (`wait_idle`); the reading also ends the
+                // busy stretch if the worker stops. (With histograms off, no check, no reading.)
+                if clock.is_on() && shared.queue.is_empty() {
+                    clock.ended(timed);
                 }
                 stats.completed.fetch_add(1, Ordering::Relaxed);
                 shared.task_finished(stats);
@@ -497,7 +547,9 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         });
         last_borrow_check = Instant::now();
     }
+    // Every way out of the loop stopped working first: this ends nothing, but says so.
     stats.mark_idle(shared.epoch);
+    clock.stopped(timed);
 }
 
 /// Step 3: bounded spinning with exponential back-off. True when work appeared for us.

@@ -104,6 +104,8 @@ pub struct CgroupFacts {
     pub dir: String,
     /// cpu.shares / cpu.weight.
     pub weight: Option<u64>,
+    /// `cpu.idle` is 1 (`null`: no such file, before Linux 5.15).
+    pub idle: Option<bool>,
     /// Quota in CPUs (`null`: none, or not read).
     pub quota_cpus: Option<f64>,
     /// Periods elapsed during the sample.

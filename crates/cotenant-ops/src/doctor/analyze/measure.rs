@@ -167,6 +167,7 @@ pub(super) fn measure(cx: &Context<'_>) -> Measurements {
             cgroup: path.to_owned(),
             dir: a.dir.clone(),
             weight: a.weight,
+            idle: a.idle,
             quota_cpus: a.quota.flatten().map(|q| round3(q.cpus())),
             ..Default::default()
         };

@@ -268,7 +268,7 @@ fn target(r: &mut Reader<'_>, s: &Snapshot, pid: u32) -> Target {
 }
 
 /// Reads the cpu and cpuset cgroups of every process (and the target's, and every ancestor of
-/// those): weight, quota, `cpu.stat`, `cpu.pressure`, effective cpus.
+/// those): weight, idle, quota, `cpu.stat`, `cpu.pressure`, effective cpus.
 fn cgroups(r: &mut Reader<'_>, s: &mut Snapshot) {
     let target_cpu = s.target.as_ref().and_then(|t| t.cpu_cgroup.clone());
     let target_cpuset = s.target.as_ref().and_then(|t| t.cpuset_cgroup.clone());
@@ -291,6 +291,10 @@ fn cgroups(r: &mut Reader<'_>, s: &mut Snapshot) {
                     }
                     _ => r.parsed(&dir.join("cpu.weight"), rec, |t| cgroupfs::parse_number("cpu.weight", t)),
                 },
+                // Absent before Linux 5.15: not a failure worth listing.
+                idle: r.parsed(&dir.join("cpu.idle"), false, |t| {
+                    cgroupfs::parse_number("cpu.idle", t).map(|v| v != 0)
+                }),
                 quota: match h.version {
                     "v1" => {
                         let q = r.parsed(&dir.join("cpu.cfs_quota_us"), rec, cgroupfs::parse_cfs_quota);

@@ -102,6 +102,7 @@ pub(super) fn tick(
         .set(policy.borrow_limit(&sample, &entry.state, delta.online_cpus) as usize, delta.online_cpus);
     if decision.target != before {
         tracing::debug!(
+            pool = %pool.name,
             target = decision.target,
             before,
             reason = decision.reason.as_str(),
@@ -268,6 +269,7 @@ pub(super) fn tick_elastic(
     let current = pool.roster.target();
     if size != current {
         tracing::debug!(
+            pool = %pool.name,
             size,
             before = current,
             wanted = decision.wanted,

@@ -83,6 +83,7 @@ pub(in crate::doctor::analyze) fn find_contention(cx: &Context<'_>, m: &Measurem
              yours only inside your own cgroup (docs/background.md); for a hard latency budget give each tenant a disjoint cpuset (cpuset.cpus), accepting idle CPUs. \
              Equal weights mean default fairness: the neighbour gets as much CPU as you."
             .into(),
+        commands: Vec::new(),
         score: wait_fraction,
     })
 }

@@ -37,6 +37,7 @@ pub(in crate::doctor::analyze) fn find_pressure(cx: &Context<'_>, m: &Measuremen
              service to see whether it is the one waiting, and give batch work a low weight or SCHED_IDLE."
                 .into()
         },
+        commands: Vec::new(),
         score: some,
     })
 }
@@ -71,6 +72,7 @@ pub(in crate::doctor::analyze) fn find_overcommit(m: &Measurements) -> Option<Fi
             "More threads want to run than there are CPUs: size pools to the CPUs they really have \
              (`cotenant run`, cotenant::Pool) and move batch work to SCHED_IDLE or a low weight."
                 .into(),
+        commands: Vec::new(),
         score: r,
     })
 }

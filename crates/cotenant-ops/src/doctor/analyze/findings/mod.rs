@@ -1,12 +1,14 @@
 //! Steps 2 and 3: what a [`Finding`] is, the helpers the rules share, and [`rank`]. The rules
-//! themselves are one file per family: process missing, throttling, contention, oversized
-//! pool, weights and cpusets, load (pressure, overcommit), placement (migrations, NUMA).
+//! themselves are one file per family: process missing, throttling, contention, a busy sibling
+//! cgroup (with its remedy command), oversized pool, weights and cpusets, load (pressure,
+//! overcommit), placement (migrations, NUMA).
 
 mod contention;
 mod load;
 mod placement;
 mod pool;
 mod process;
+mod sibling;
 #[cfg(test)]
 mod tests;
 mod throttling;
@@ -17,6 +19,7 @@ pub(super) use load::{find_overcommit, find_pressure};
 pub(super) use placement::{find_migrations, find_numa};
 pub(super) use pool::find_oversized_pool;
 pub(super) use process::find_process_missing;
+pub(super) use sibling::find_busy_sibling;
 pub(super) use throttling::find_throttling;
 pub(super) use weights::find_weight_and_cpusets;
 
@@ -63,6 +66,10 @@ pub struct Finding {
     pub evidence: Vec<Evidence>,
     /// What to do.
     pub recommendation: String,
+    /// Exact command lines that carry out the recommendation, alternatives with the preferred
+    /// first (`cotenant cgroup set ...`, then `systemctl set-property ...`); empty when the
+    /// recommendation is not a command.
+    pub commands: Vec<String>,
     /// Orders findings of the same kind and severity (bigger first); not serialized.
     #[serde(skip)]
     pub score: f64,
@@ -107,6 +114,7 @@ const KIND_ORDER: &[&str] = &[
     "process-unreadable",
     "throttling",
     "cpu-contention",
+    "busy-sibling-cgroup",
     "oversized-pool",
     "low-weight",
     "cpuset-overlap",
@@ -136,6 +144,7 @@ pub fn rank(mut findings: Vec<Finding>) -> Vec<Finding> {
                     "Nothing to change on the CPU side. If the tail is still bad, sample again while \
                      it is bad (interference comes and goes), or look beyond CPUs (I/O, memory, locks)."
                         .into(),
+                commands: Vec::new(),
                 score: 0.0,
             },
         );

@@ -32,6 +32,7 @@ pub(in crate::doctor::analyze) fn find_migrations(cx: &Context<'_>, m: &Measurem
              taskset, or a cpuset) so caches stay warm; a pinned service can even beat running alone, \
              through warm caches."
             .into(),
+        commands: Vec::new(),
         score: rate / busy,
     })
 }
@@ -62,6 +63,7 @@ pub(in crate::doctor::analyze) fn find_numa(cx: &Context<'_>, m: &Measurements) 
             "Bind memory with the CPUs: numactl --cpunodebind=N --membind=N, or cpuset.mems with \
              cpuset.cpus (podman --cpuset-mems)."
                 .into(),
+        commands: Vec::new(),
         score: remote,
     })
 }

@@ -42,6 +42,7 @@ pub(in crate::doctor::analyze) fn find_oversized_pool(m: &Measurements) -> Optio
              RAYON_NUM_THREADS, ...) or use cotenant::Pool's adaptive policy.",
             p.pid
         ),
+        commands: Vec::new(),
         score: p.busy_threads as f64 / count.max(1) as f64,
     })
 }

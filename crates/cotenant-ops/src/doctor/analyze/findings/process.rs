@@ -31,6 +31,7 @@ pub(in crate::doctor::analyze) fn find_process_missing(cx: &Context<'_>) -> Opti
              without ptrace permission); the report below covers only what could be read."
                 .into()
         },
+        commands: Vec::new(),
         score: 0.0,
     })
 }

@@ -3,7 +3,15 @@
 use super::*;
 
 fn f(kind: &'static str, severity: Severity, score: f64) -> Finding {
-    Finding { kind, severity, title: kind.into(), evidence: vec![], recommendation: String::new(), score }
+    Finding {
+        kind,
+        severity,
+        title: kind.into(),
+        evidence: vec![],
+        recommendation: String::new(),
+        commands: vec![],
+        score,
+    }
 }
 
 fn kinds(v: &[Finding]) -> Vec<&'static str> {

@@ -63,6 +63,7 @@ pub(in crate::doctor::analyze) fn find_throttling(cx: &Context<'_>, m: &Measurem
                      (cpu.max.burst / cpu.cfs_burst_us).",
                     if c.dir.is_empty() { "cpu.max".into() } else { c.dir.clone() }
                 ),
+                commands: Vec::new(),
                 score: ms,
             });
         } else if c.throttled_total.unwrap_or(0) > 0
@@ -82,6 +83,7 @@ pub(in crate::doctor::analyze) fn find_throttling(cx: &Context<'_>, m: &Measurem
                     "Throttling comes in bursts: run doctor again while the latency is bad. If it recurs, size \
                      pools to the quota ({quota}{threads}) or raise it."
                 ),
+                commands: Vec::new(),
                 score: c.throttled_ms_total.unwrap_or(0.0),
             });
         }

@@ -13,8 +13,9 @@ mod tests;
 
 /// The weight of the entity competing for a CPU on `path`'s side below the lowest common
 /// ancestor with `other`: CFS compares siblings. A task directly in the common cgroup has the
-/// default weight of a nice-0 task.
-fn competing<'a>(
+/// default weight of a nice-0 task. Returns the entity's path, its weight and its group (`None`
+/// when `path` is itself an ancestor of `other`: then a task of it competes, not a cgroup).
+pub(super) fn competing<'a>(
     after: &'a Snapshot,
     path: &str,
     other: &str,
@@ -82,6 +83,7 @@ pub(in crate::doctor::analyze) fn find_weight_and_cpusets(
                      a contended CPU. Raise its {name} or lower the neighbour's (a neighbour at weight \
                      10 against 100 recovers most of the lost tail latency, not all of it)."
                 ),
+                commands: Vec::new(),
                 score: tw as f64 / ow.max(1) as f64,
             });
         }
@@ -127,6 +129,7 @@ pub(in crate::doctor::analyze) fn find_weight_and_cpusets(
                      isolation (the service's p99 back to what it is alone), at the price of CPUs \
                      one cannot lend the other; otherwise use weights."
                         .into(),
+                commands: Vec::new(),
                 score: total,
             });
         }
