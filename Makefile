@@ -61,6 +61,7 @@ metrics-check:
 	$(CARGO) test --locked -p cotenant --features prometheus-client,metrics --lib metrics::
 	@[ -x "$(GO)" ] || { echo "metrics-check: parser SKIPPED: go not found"; exit 0; }; \
 	case "$$($(GO) env GOVERSION)" in go1.1[0-9]*|go1.2[0-5]|go1.2[0-5].*) echo "metrics-check: parser SKIPPED: needs Go 1.26 or later"; exit 0;; esac; \
+	(cd tools/promcheck && $(GOTOOLENV) $(GO) mod download) >/dev/null 2>&1 || { echo "metrics-check: parser SKIPPED: its Go modules cannot be fetched (no module proxy?)"; exit 0; }; \
 	unformatted="$$($(dir $(GO))gofmt -l tools/promcheck)"; [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }; \
 	dir="$$(mktemp -d)" && trap 'rm -rf "$$dir"' EXIT && \
 	for n in 1 3; do \
@@ -72,8 +73,9 @@ metrics-check:
 # The Dockerfile, Kubernetes manifests and Grafana dashboard, decoded and checked (deploy/check;
 # k8s.io/api needs Go 1.26).
 deploy-check:
-	@[ -x "$(GO)" ] || { echo "deploy-check: SKIPPED: go not found"; exit 0; }
-	@case "$$($(GO) env GOVERSION)" in go1.1[0-9]*|go1.2[0-5]|go1.2[0-5].*) echo "deploy-check: SKIPPED: needs Go 1.26 or later"; exit 0;; esac; \
+	@[ -x "$(GO)" ] || { echo "deploy-check: SKIPPED: go not found"; exit 0; }; \
+	case "$$($(GO) env GOVERSION)" in go1.1[0-9]*|go1.2[0-5]|go1.2[0-5].*) echo "deploy-check: SKIPPED: needs Go 1.26 or later"; exit 0;; esac; \
+	(cd deploy/check && $(GOTOOLENV) $(GO) mod download) >/dev/null 2>&1 || { echo "deploy-check: SKIPPED: its Go modules cannot be fetched (no module proxy?)"; exit 0; }; \
 	unformatted="$$($(dir $(GO))gofmt -l deploy/check)"; [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }; \
 	cd deploy/check && $(GOTOOLENV) $(GO) vet ./... && $(GOTOOLENV) $(GO) test ./...
 

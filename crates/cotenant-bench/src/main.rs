@@ -87,6 +87,11 @@ struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     tasks: Option<u64>,
 
+    /// Each throughput task also runs about NS nanoseconds of arithmetic (calibrated at start;
+    /// no clock read inside the task) [default: 0, the tiny task]
+    #[arg(long, value_name = "NS", default_value_t = 0)]
+    task_ns: u64,
+
     /// Threads in every pool [default: the available CPUs]
     #[arg(long, value_name = "N", value_parser = parse_positive)]
     threads: Option<usize>,
@@ -148,6 +153,7 @@ fn run(args: &Args) -> Result<(), String> {
         rounds: args.rounds.unwrap_or(sizes.rounds),
         roundtrips: args.roundtrips.unwrap_or(sizes.roundtrips),
         tasks: args.tasks.unwrap_or(sizes.tasks),
+        task_work: (workloads::spin_iterations_for(args.task_ns), args.task_ns),
         peers: selected_peers(&args.peers),
     };
     let peer_names: Vec<&str> = config.peers.iter().map(|peer| peer.name()).collect();

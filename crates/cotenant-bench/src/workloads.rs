@@ -35,6 +35,9 @@ pub struct Config {
     pub roundtrips: u64,
     /// Tasks per measurement of `throughput`.
     pub tasks: u64,
+    /// Work in each `throughput` task beyond its multiply: iterations of `spin` (0: none),
+    /// and the nanoseconds they were calibrated to (for the title).
+    pub task_work: (u64, u64),
     /// The peers, in the order of round 0.
     pub peers: Vec<PeerKind>,
 }
@@ -67,6 +70,11 @@ impl Workload {
                 "roundtrip: ns per spawn + join of one task, {} sequential per measurement (lower is better)",
                 config.roundtrips
             ),
+            Workload::Throughput if config.task_work.0 > 0 => format!(
+                "throughput: million tasks/s, {} fire-and-forget tasks of about {} ns of arithmetic \
+                 each from one thread, until all have run (higher is better)",
+                config.tasks, config.task_work.1
+            ),
             Workload::Throughput => format!(
                 "throughput: million tasks/s, {} tiny fire-and-forget tasks from one thread, \
                  until all have run (higher is better)",
@@ -95,7 +103,7 @@ impl Workload {
     fn run<P: Peer>(self, pool: P, config: &Config) -> Result<f64, String> {
         match self {
             Workload::Roundtrip => roundtrip(pool, config.roundtrips),
-            Workload::Throughput => throughput(pool, config.tasks),
+            Workload::Throughput => throughput(pool, config.tasks, config.task_work.0),
         }
     }
 }
@@ -183,9 +191,9 @@ fn time_roundtrips<P: Peer>(pool: &P, count: u64) -> Result<Duration, String> {
 
 /// `throughput`: million tasks per second, after an untimed warm-up. Fails if the count of tasks
 /// that ran differs from the count submitted, checked again after the pool has shut down.
-fn throughput<P: Peer>(pool: P, tasks: u64) -> Result<f64, String> {
+fn throughput<P: Peer>(pool: P, tasks: u64, work: u64) -> Result<f64, String> {
     let warmup = (tasks / 20).clamp(1_000, 50_000);
-    let timed = run_batch(&pool, warmup).and_then(|_| run_batch(&pool, tasks));
+    let timed = run_batch(&pool, warmup, work).and_then(|_| run_batch(&pool, tasks, work));
     let stopped = pool.shutdown();
     let (elapsed, completion) = timed?;
     stopped?;
@@ -198,7 +206,7 @@ fn throughput<P: Peer>(pool: P, tasks: u64) -> Result<f64, String> {
 
 /// Submits `tasks` tiny tasks and waits until every one has run; the time from the first submit
 /// to the last completion.
-fn run_batch<P: Peer>(pool: &P, tasks: u64) -> Result<(Duration, Arc<Completion>), String> {
+fn run_batch<P: Peer>(pool: &P, tasks: u64, work: u64) -> Result<(Duration, Arc<Completion>), String> {
     let completion = Arc::new(Completion::new(tasks));
     let start = Instant::now();
     for i in 0..tasks {
@@ -206,11 +214,39 @@ fn run_batch<P: Peer>(pool: &P, tasks: u64) -> Result<(Duration, Arc<Completion>
         pool.execute(move || {
             // The tiny task: a multiply the optimizer cannot see through, then count itself.
             let _ = black_box(black_box(i).wrapping_mul(MIX));
+            spin(i, work);
             completion.finish_one();
         });
     }
     completion.wait(STALL_LIMIT)?;
     Ok((start.elapsed(), completion))
+}
+
+/// `iterations` dependent multiply-adds the optimizer cannot remove: a task's own work, with no
+/// clock read or system call in it (`--task-ns`).
+pub fn spin(seed: u64, iterations: u64) -> u64 {
+    let mut x = seed;
+    for _ in 0..iterations {
+        x = black_box(x.wrapping_mul(MIX).wrapping_add(1));
+    }
+    x
+}
+
+/// How many `spin` iterations take about `ns` nanoseconds on this thread now: timed over 20 ms
+/// of them (a benchmark's calibration, not a decision).
+pub fn spin_iterations_for(ns: u64) -> u64 {
+    if ns == 0 {
+        return 0;
+    }
+    let probe = 1_000_000;
+    let mut best = Duration::MAX;
+    for _ in 0..5 {
+        let start = Instant::now();
+        black_box(spin(1, probe));
+        best = best.min(start.elapsed());
+    }
+    let per_ns = probe as f64 / best.as_nanos().max(1) as f64;
+    ((ns as f64 * per_ns).round() as u64).max(1)
 }
 
 /// The completion counter of one throughput batch: each task counts itself, the one that brings
@@ -303,6 +339,7 @@ mod tests {
             rounds: 1,
             roundtrips: 50,
             tasks: 2_000,
+            task_work: (0, 0),
             peers: PeerKind::ALL.to_vec(),
         };
         for workload in Workload::ALL {

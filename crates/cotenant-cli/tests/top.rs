@@ -177,11 +177,15 @@ fn top_lists_two_cooperating_processes_and_drops_them_when_they_exit() {
     let tmux = |args: &[&str]| {
         Command::new("tmux").args(["-L", socket.as_str()]).args(args).output().expect("tmux runs")
     };
-    // The pane stays after `top` exits, saying how it exited.
+    // The pane stays after `top` exits, saying how it exited. Bounded in time, and the session
+    // ends itself once this test's process is gone: if the test is killed before its guard
+    // runs, neither `top` nor the tmux server outlives it for long.
     let shell = format!(
-        "'{}' top --dir '{}'; echo \"top exited: $?\"; sleep 60",
+        "(while kill -0 {test_pid} 2>/dev/null; do sleep 1; done; tmux -L {socket} kill-server) & \
+         timeout --foreground 120 '{}' top --dir '{}'; echo \"top exited: $?\"; sleep 60",
         env!("CARGO_BIN_EXE_cotenant"),
-        dir.display()
+        dir.display(),
+        test_pid = std::process::id(),
     );
     let started =
         tmux(&["-f", "/dev/null", "new-session", "-d", "-s", "top", "-x", "200", "-y", "50", shell.as_str()]);

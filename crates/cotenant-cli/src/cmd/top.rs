@@ -319,10 +319,19 @@ fn live(dir: &Path) -> anyhow::Result<()> {
     if !std::io::stdout().is_terminal() {
         return usage::bail("standard output is not a terminal: use --once for one table, or --json");
     }
+    // SIGTERM and SIGHUP (a supervisor, `timeout`, a closed terminal) end the view like `q`,
+    // so that the terminal is restored; Ctrl-C arrives as a key in raw mode.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [libc::SIGTERM, libc::SIGHUP] {
+        signal_hook::flag::register(signal, stop.clone()).context("installing the signal handlers")?;
+    }
     let _restore = RestoreTerminal;
     let mut terminal = ratatui::try_init().context("cannot start the terminal view")?;
     let mut meter = CpuMeter::new(status::clock_ticks_per_second());
     loop {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
         let screen = Screen::read(dir, &mut meter);
         terminal.draw(|frame| screen.draw(frame)).context("drawing the view")?;
         let deadline = Instant::now() + REFRESH;

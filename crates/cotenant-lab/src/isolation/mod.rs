@@ -217,8 +217,13 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
     }
     outcome.report = report;
     outcome.verdicts = verdicts(&aggregates);
+    let unisolated: &[RunFigures] =
+        scenarios.iter().position(|&s| s == Scenario::Unisolated).map_or(&[], |i| runs[i].as_slice());
     outcome.verdicts.extend(
-        scenarios.iter().zip(&runs).filter_map(|(&scenario, runs)| run_verdict(scenario, &aggregates, runs)),
+        scenarios
+            .iter()
+            .zip(&runs)
+            .filter_map(|(&scenario, runs)| run_verdict(scenario, &aggregates, runs, repeats, unisolated)),
     );
     outcome.charts = vec![Chart {
         file_stem: "percentiles".into(),

@@ -117,23 +117,39 @@ pub fn runs_meeting_targets(aggregates: &[Aggregate], runs: &[RunFigures]) -> Op
 
 /// The run-by-run verdict of a scenario judged so ([`Scenario::judged_per_run`]): A's p99 within
 /// [`P99_TARGET`] of the baseline's and B at [`B_TARGET`] of its unisolated throughput in at
-/// least 4 runs of 5 (four fifths, rounded up, of the runs made); `None` for other scenarios or
-/// without runs.
-pub fn run_verdict(scenario: Scenario, aggregates: &[Aggregate], runs: &[RunFigures]) -> Option<String> {
-    if !scenario.judged_per_run() || runs.is_empty() {
+/// least 4 runs of 5 (four fifths, rounded up, of the `repeats` tried: a failed run counts as
+/// one that missed); `None` for other scenarios or without repeats. `unisolated` are B's
+/// unisolated runs, judged by the same targets: when they meet them too, the line says that on
+/// this host the targets do not tell the remedy from no remedy.
+pub fn run_verdict(
+    scenario: Scenario,
+    aggregates: &[Aggregate],
+    runs: &[RunFigures],
+    repeats: usize,
+    unisolated: &[RunFigures],
+) -> Option<String> {
+    if !scenario.judged_per_run() || repeats == 0 {
         return None;
     }
-    let needed = (4 * runs.len()).div_ceil(5);
+    let repeats = repeats.max(runs.len());
+    let needed = (4 * repeats).div_ceil(5);
     let head = format!(
         "{} (B's cgroup made idle by `cotenant cgroup set --idle`): A's p99 at most {P99_TARGET}x the \
          baseline's and B at least {:.0}% of its unisolated throughput",
         scenario.name(),
         B_TARGET * 100.0
     );
+    let control = match runs_meeting_targets(aggregates, unisolated) {
+        Some(u) if !unisolated.is_empty() && u >= needed => format!(
+            "; but B unisolated met the same targets in {u} of {repeats} runs: on this host they do \
+             not tell the remedy from no remedy"
+        ),
+        Some(u) if !unisolated.is_empty() => format!(" (B unisolated: {u} of {repeats} runs)"),
+        _ => String::new(),
+    };
     Some(match runs_meeting_targets(aggregates, runs) {
         Some(met) => format!(
-            "{head} in {met} of {} runs (target at least {needed}): {}",
-            runs.len(),
+            "{head} in {met} of {repeats} runs (target at least {needed}): {}{control}",
             if met >= needed { "met" } else { "NOT met" }
         ),
         None => format!("{head}: cannot be judged without baseline and unisolated runs"),

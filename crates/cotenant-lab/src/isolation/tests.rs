@@ -106,21 +106,29 @@ fn cgroup_set_idle_is_judged_run_by_run_four_of_five() {
     // p99 ≤ 1.2 ms and B ≥ 90 chunks/s: the fourth run fails on A, the fifth on B.
     let runs = [run(1100.0, 95.0), run(1200.0, 90.0), run(900.0, 99.0), run(1300.0, 99.0), run(1000.0, 80.0)];
     assert_eq!(runs_meeting_targets(&aggs, &runs), Some(3));
-    let line = run_verdict(Scenario::CgroupSetIdle, &aggs, &runs).unwrap();
+    let line = run_verdict(Scenario::CgroupSetIdle, &aggs, &runs, 5, &[]).unwrap();
     let head = "cgroup-set-idle (B's cgroup made idle by `cotenant cgroup set --idle`)";
     assert!(line.starts_with(head), "{line}");
     assert!(line.ends_with("in 3 of 5 runs (target at least 4): NOT met"), "{line}");
-    let line = run_verdict(Scenario::CgroupSetIdle, &aggs, &runs[..4]).unwrap();
+    let line = run_verdict(Scenario::CgroupSetIdle, &aggs, &runs[..4], 4, &[]).unwrap();
     assert!(line.ends_with("in 3 of 4 runs (target at least 4): NOT met"), "{line}");
+    // A failed run (4 figures of 5 repeats) counts as one that missed.
+    let line = run_verdict(Scenario::CgroupSetIdle, &aggs, &runs[..4], 5, &[]).unwrap();
+    assert!(line.ends_with("in 3 of 5 runs (target at least 4): NOT met"), "{line}");
     let good = [run(1100.0, 95.0), run(1200.0, 90.0), run(900.0, 99.0), run(1000.0, 99.0), run(1000.0, 80.0)];
-    let line = run_verdict(Scenario::CgroupSetIdle, &aggs, &good).unwrap();
+    let line = run_verdict(Scenario::CgroupSetIdle, &aggs, &good, 5, &[]).unwrap();
     assert!(line.ends_with("in 4 of 5 runs (target at least 4): met"), "{line}");
+    // B unisolated judged by the same targets: named, and called out when it meets them too.
+    let line = run_verdict(Scenario::CgroupSetIdle, &aggs, &good, 5, &runs).unwrap();
+    assert!(line.ends_with("met (B unisolated: 3 of 5 runs)"), "{line}");
+    let line = run_verdict(Scenario::CgroupSetIdle, &aggs, &good, 5, &good).unwrap();
+    assert!(line.contains("but B unisolated met the same targets in 4 of 5 runs"), "{line}");
     // One quick run must meet it alone; other scenarios have no such line.
-    let one = run_verdict(Scenario::CgroupSetIdle, &aggs, &good[..1]).unwrap();
+    let one = run_verdict(Scenario::CgroupSetIdle, &aggs, &good[..1], 1, &[]).unwrap();
     assert!(one.ends_with("1 of 1 runs (target at least 1): met"), "{one}");
-    assert_eq!(run_verdict(Scenario::CgroupIdle, &aggs, &good), None);
-    assert_eq!(run_verdict(Scenario::CgroupSetIdle, &aggs, &[]), None);
+    assert_eq!(run_verdict(Scenario::CgroupIdle, &aggs, &good, 5, &[]), None);
+    assert_eq!(run_verdict(Scenario::CgroupSetIdle, &aggs, &[], 0, &[]), None);
     // Without the references nothing can be judged, and the line says so.
-    let line = run_verdict(Scenario::CgroupSetIdle, &aggs[..1], &good).unwrap();
+    let line = run_verdict(Scenario::CgroupSetIdle, &aggs[..1], &good, 5, &[]).unwrap();
     assert!(line.ends_with("cannot be judged without baseline and unisolated runs"), "{line}");
 }

@@ -107,7 +107,7 @@ fn neighbour(n: &Neighbour) -> String {
 
 /// A name from a record as one line: another process wrote it, and a line break in it would
 /// forge a line of the report, so control characters are shown escaped.
-fn shown(text: &str) -> String {
+pub(crate) fn shown(text: &str) -> String {
     if text.chars().any(char::is_control) {
         text.escape_debug().to_string()
     } else {

@@ -5,9 +5,12 @@
 //! source: the kernel has checked that it is invariant and synchronised across CPUs), a
 //! reading is one `rdtsc` scaled to nanoseconds, 11.5 ns against `clock_gettime`'s 30 ns on
 //! the VM of RESULTS.md ("Operators"). Elsewhere, or when the counter's rate looks wrong, it
-//! is `Instant`. The counter's rate is measured once per process, over about 200 µs of a
-//! sleep, at the first pool built with histograms on ([`calibrate`]); its error (a few parts
-//! in 10⁴) is far below the factor-of-two buckets the readings go into.
+//! is `Instant`. The counter's rate is measured once per process (the median of three
+//! measurements over 300 µs sleeps, about 1 ms) at the first pool built with histograms on
+//! ([`calibrate`]); its error (a few parts in 10⁴) is far below the factor-of-two buckets the
+//! readings go into. Should the kernel later give up the counter as its clock (it can, at run
+//! time), the process keeps it: durations stay right wherever the counter is invariant, which
+//! the kernel checked when it chose it.
 //!
 //! Readings are only subtracted from one another; they are not comparable with the pool's
 //! other clocks (the busy stretches' `Instant` since the pool's epoch), whose rate may differ
@@ -82,22 +85,55 @@ fn choose() -> Source {
         // The kernel's own choice says the counter can be trusted across CPUs and over time.
         let source =
             std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-        if source.map(|s| s.trim() == "tsc").unwrap_or(false) {
-            let (t0, c0) = (Instant::now(), read_tsc());
-            std::thread::sleep(Duration::from_micros(200));
-            let (c1, t1) = (read_tsc(), Instant::now());
-            if let Some(mul) = scale(c1.wrapping_sub(c0), t1 - t0) {
-                return Source::Tsc { mul };
+        if source.map(|s| s.trim() == "tsc").unwrap_or(false) && tsc_allowed() {
+            // Three measurements over a sleep each, the median: one preempted between its
+            // readings cannot skew the rate.
+            let mut muls: Vec<u64> =
+                (0..3).filter_map(|_| measure_rate(Duration::from_micros(300))).collect();
+            muls.sort_unstable();
+            if muls.len() == 3 {
+                return Source::Tsc { mul: muls[1] };
             }
         }
     }
     fallback
 }
 
+/// Whether this thread may read the counter: a process can make `rdtsc` fault
+/// (`prctl(PR_SET_TSC, PR_TSC_SIGSEGV)`, as some sandboxes do).
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(cotenant_force_fallback)))]
+fn tsc_allowed() -> bool {
+    const PR_GET_TSC: libc::c_int = 25; // linux/prctl.h
+    const PR_TSC_ENABLE: libc::c_int = 1;
+    let mut state: libc::c_int = 0;
+    // SAFETY: PR_GET_TSC writes one int through the pointer, which points at `state`.
+    let got = unsafe { libc::prctl(PR_GET_TSC, &mut state as *mut libc::c_int) };
+    got == 0 && state == PR_TSC_ENABLE
+}
+
+/// The counter's scale measured over a sleep of `over`: each end an `Instant` bracketed by two
+/// counter readings (a bracket wider than 10 µs, a preemption, fails the measurement).
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(cotenant_force_fallback)))]
+fn measure_rate(over: Duration) -> Option<u64> {
+    let pair = || {
+        let before = read_tsc();
+        let at = Instant::now();
+        let after = read_tsc();
+        let bracket = after.wrapping_sub(before);
+        // 10 µs at 20 GHz, the fastest counter `scale` accepts.
+        (bracket < 200_000).then_some((at, before + bracket / 2))
+    };
+    let (t0, c0) = pair()?;
+    std::thread::sleep(over);
+    let (t1, c1) = pair()?;
+    scale(c1.wrapping_sub(c0), t1 - t0)
+}
+
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[inline]
 fn read_tsc() -> u64 {
-    // SAFETY: `rdtsc` exists on every x86-64 CPU and only reads the counter.
+    // SAFETY: `rdtsc` exists on every x86-64 CPU and only reads the counter; it is read only
+    // after `tsc_allowed` (a process may have made it fault).
     #[allow(unused_unsafe)]
     unsafe {
         core::arch::x86_64::_rdtsc()

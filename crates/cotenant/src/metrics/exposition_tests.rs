@@ -166,7 +166,13 @@ fn an_empty_exposition_is_empty() {
 /// A fixed pool of one worker with no host tokens: no controller, so dropping it drops its
 /// state at once.
 fn small_pool() -> Pool {
-    Pool::builder().policy(Policy::fixed(1)).threads(1).host_tokens_off().build().unwrap()
+    Pool::builder()
+        .policy(Policy::fixed(1))
+        .threads(1)
+        .host_tokens_off()
+        .task_histograms(true)
+        .build()
+        .unwrap()
 }
 
 #[test]

@@ -85,7 +85,15 @@ mod tests {
     fn a_prometheus_client_registry_exports_the_same_families() {
         let registry = Registry::new().without_cpu_limit();
         let pools: Vec<Pool> = (0..3)
-            .map(|_| Pool::builder().policy(Policy::fixed(1)).threads(1).host_tokens_off().build().unwrap())
+            .map(|_| {
+                Pool::builder()
+                    .policy(Policy::fixed(1))
+                    .threads(1)
+                    .host_tokens_off()
+                    .task_histograms(true)
+                    .build()
+                    .unwrap()
+            })
             .collect();
         for (i, pool) in pools.iter().enumerate() {
             registry.register(&format!("p{i}"), pool).unwrap();

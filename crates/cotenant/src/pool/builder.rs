@@ -197,8 +197,9 @@ impl Builder {
     /// Both count the tasks that [`Metrics::completed`] counts, once each (panicked ones too,
     /// not those [`Pool::shutdown_now`] dropped unrun). While the workers run tasks back to
     /// back, each one's run time is recorded when its worker takes the next, so a snapshot may
-    /// count a task or two fewer there than in `completed`; once the pool is idle or shut
-    /// down, they match.
+    /// count a task or two fewer there than in `completed`; once every worker has found the
+    /// queue empty (a moment after the last task, which `Pool::wait_idle` may return before)
+    /// or the pool is shut down, they match.
     ///
     /// ```
     /// use std::time::Duration;

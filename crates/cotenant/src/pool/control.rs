@@ -383,7 +383,10 @@ fn control_loop() {
                 }
             }));
             if ticked.is_err() {
-                warn_once("a controller tick panicked; that pool keeps its target this period");
+                warn_once(&format!(
+                    "a controller tick of pool {:?} panicked; it keeps its target this period",
+                    &*pool.name
+                ));
             }
             pool.health_tick();
             true

@@ -197,6 +197,7 @@ impl Pool {
     /// the pool's own drops it, which waits for the workers and releases the pool.
     pub(super) fn detach(self) {
         let name = format!("{}-shutdown", self.name);
+        let pool_name = self.shared.name.clone();
         // Shared with the thread so that, if it cannot start, the pool is not dropped (and
         // waited for) here along with the closure.
         let slot = Arc::new(Mutex::new(Some(self)));
@@ -207,6 +208,7 @@ impl Pool {
         });
         if let Err(error) = started {
             tracing::warn!(
+                pool = %pool_name,
                 %error,
                 "cotenant: cannot start a thread to finish a pool's shutdown; its workers finish the queue on their own"
             );

@@ -491,10 +491,10 @@ impl Pool {
 }
 
 /// Parks the waiting thread until it is unparked; a worker that helps the pool it waits on
-/// (`helps_while_waiting`) wakes every `HELP_RECHECK` too, to run tasks queued meanwhile.
+/// (`rechecks_while_waiting`) wakes every `HELP_RECHECK` too, to run tasks queued meanwhile.
 fn park_waiting(pool: usize) {
     #[cfg(not(loom))]
-    if super::worker::helps_while_waiting(pool) {
+    if super::worker::rechecks_while_waiting(pool) {
         std::thread::park_timeout(super::worker::HELP_RECHECK);
         return;
     }

@@ -280,7 +280,6 @@ impl Shared {
     /// starts at the submit's stamp, taken just before the push that found no room: one more
     /// clock reading, at its end.
     pub(super) fn run_on_caller(&self, job: Job) {
-        self.caller_ran.fetch_add(1, Ordering::Relaxed);
         let submitted_ns = job.enqueued_ns();
         if self.run_job(job) {
             self.workers[0].panicked.fetch_add(1, Ordering::Relaxed);
@@ -290,6 +289,9 @@ impl Shared {
             histograms.queue_wait.record_shared(0);
             histograms.run_time.record_shared(crate::metrics::clock::now_ns().saturating_sub(submitted_ns));
         }
+        // Counted once it ran (it is part of `completed`), after its histograms: a snapshot
+        // never shows it completed and not yet timed.
+        self.caller_ran.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Runs `job`; true if it panicked. The panic of a detached task (`execute`), which nobody

@@ -286,7 +286,8 @@ impl<T> Task<T> {
         // On a worker of the task's pool, the wait is cut into `HELP_RECHECK` steps with help in
         // between: nothing else would run tasks queued meanwhile by the one this waits for.
         #[cfg(not(loom))]
-        let step = super::worker::helps_while_waiting(self.slot.pool).then_some(super::worker::HELP_RECHECK);
+        let step =
+            super::worker::rechecks_while_waiting(self.slot.pool).then_some(super::worker::HELP_RECHECK);
         #[cfg(loom)]
         let step: Option<std::time::Duration> = None;
         let mut state = lock(&self.slot.state);

@@ -186,8 +186,7 @@ const MAX_HELP_DEPTH: u32 = 64;
 pub(crate) const HELP_RECHECK: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Whether `run_queued_while_waiting(task_pool, ..)` would help on this thread now: a worker
-/// of that pool, neither budgeted nor elastic, below `MAX_HELP_DEPTH`. Such a waiter blocks at
-/// most `HELP_RECHECK` at a time, and helps again in between.
+/// of that pool, neither budgeted nor elastic, below `MAX_HELP_DEPTH`.
 #[cfg(not(loom))]
 pub(crate) fn helps_while_waiting(task_pool: usize) -> bool {
     let pool = CURRENT_POOL.with(|current| current.get());
@@ -197,6 +196,23 @@ pub(crate) fn helps_while_waiting(task_pool: usize) -> bool {
     // SAFETY: as in `run_queued_while_waiting`: this thread is a worker of the live `Shared`.
     let shared = unsafe { &*(pool as *const Shared) };
     !(shared.budget.is_some() || shared.is_elastic()) && HELP_DEPTH.with(|depth| depth.get()) < MAX_HELP_DEPTH
+}
+
+/// Whether a waiter on this thread should block at most `HELP_RECHECK` at a time and help
+/// again in between: it helps (`helps_while_waiting`), and its pool takes no host tokens now.
+/// A worker of an engaged pool blocks for good instead, as before: waking every 10 ms would
+/// move its CPU clock and so keep the controller from taking back the token it holds
+/// (`host_tokens.rs`, "Blocked holders"), and the tasks it helped with after a take-back would
+/// run without one. Such a pool keeps the older limit: a task that a waited-for task queues
+/// after the wait began runs only when another worker comes free.
+#[cfg(not(loom))]
+pub(crate) fn rechecks_while_waiting(task_pool: usize) -> bool {
+    if !helps_while_waiting(task_pool) {
+        return false;
+    }
+    // SAFETY: as in `run_queued_while_waiting`: this thread is a worker of the live `Shared`.
+    let shared = unsafe { &*(task_pool as *const Shared) };
+    !shared.host_tokens.as_ref().is_some_and(|tokens| tokens.is_engaged())
 }
 
 /// Called by `Task::join` before it blocks, for a task of the pool whose `Shared` is at

@@ -108,7 +108,8 @@ impl Publisher {
     }
 
     /// Writes the record of `pools` now (called without the registry lock). Never fails: a
-    /// failure is counted, warned about once, and the folder looked up again next time.
+    /// failure is counted, warned about once, the previous record removed, and the folder
+    /// looked up again next time.
     pub(super) fn publish(&mut self, pools: Vec<PoolRecord>, now: Instant) {
         self.next_at = Some(now + status_record::PUBLISH_EVERY);
         if matches!(self.state, State::Unresolved) {
@@ -118,6 +119,9 @@ impl Publisher {
         if let Err(error) = target.write(pools, self.failures) {
             self.failures = self.failures.saturating_add(1);
             warn_once(&format!("cannot write the status record in {}: {error}", target.dir.display()));
+            // The last record written would go stale (and outlive the pools, since `remove`
+            // knows no folder once the state is unresolved): remove it now.
+            target.remove();
             self.state = State::Unresolved;
         }
     }

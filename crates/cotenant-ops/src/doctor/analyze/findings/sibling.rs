@@ -197,7 +197,9 @@ fn finding(cx: &Context<'_>, p: &ProcessFacts, v2: bool, remedies: &[Remedy]) ->
     )];
     for r in remedies {
         let c = &r.competitor;
-        let cg = &c.cgroup;
+        // Names a process or a cgroup's owner chose: a line break in one must not forge a line
+        // of the report.
+        let cg = &crate::doctor::neighbours::shown(&c.cgroup);
         evidence.push(ev(
             "/proc/*/stat",
             format!("CPU used on this process's CPUs by processes in {cg}"),
@@ -205,7 +207,11 @@ fn finding(cx: &Context<'_>, p: &ProcessFacts, v2: bool, remedies: &[Remedy]) ->
         ));
         evidence.push(ev(
             format!("/proc/{}/stat", c.busiest_pid),
-            format!("busiest process in {cg}: pid {} ({})", c.busiest_pid, c.busiest_comm),
+            format!(
+                "busiest process in {cg}: pid {} ({})",
+                c.busiest_pid,
+                crate::doctor::neighbours::shown(&c.busiest_comm)
+            ),
             format!("{:.2} CPU", c.busiest_cpus),
         ));
         evidence.push(ev(
@@ -233,7 +239,10 @@ fn finding(cx: &Context<'_>, p: &ProcessFacts, v2: bool, remedies: &[Remedy]) ->
     let title = format!(
         "Sibling cgroup {} keeps {:.2} CPUs of this process's CPUs busy and is not marked idle \
          (busiest: pid {} {}){more}",
-        c.cgroup, c.cpus_on_ours, c.busiest_pid, c.busiest_comm
+        crate::doctor::neighbours::shown(&c.cgroup),
+        c.cpus_on_ours,
+        c.busiest_pid,
+        crate::doctor::neighbours::shown(&c.busiest_comm)
     );
     Finding {
         kind: "busy-sibling-cgroup",
