@@ -139,7 +139,15 @@ msrv:
 
 # The publishable crates packaged and verified together (cotenant-ops and cotenant-lab are not
 # on crates.io, so the command's package is verified against their packages, not the registry).
+# Cargo unpacks the packages of its temporary registry into $CARGO_HOME/registry/src and reuses
+# an unpacked copy whose name matches, so a verification could compile an older packaging of
+# these crates (rust-lang/cargo keys the copy by the registry's path, not by the content): the
+# copies of these five crates are removed first. No dependency of the workspace has these names.
+CARGO_HOME_DIR = $(or $(CARGO_HOME),$(HOME)/.cargo)
 package:
+	rm -rf $(CARGO_HOME_DIR)/registry/src/*/cotenant-0.* $(CARGO_HOME_DIR)/registry/src/*/cotenant-sim-* \
+		$(CARGO_HOME_DIR)/registry/src/*/cotenant-ops-* $(CARGO_HOME_DIR)/registry/src/*/cotenant-lab-* \
+		$(CARGO_HOME_DIR)/registry/src/*/cotenant-cli-* target/package
 	$(CARGO) package --locked --allow-dirty -p cotenant -p cotenant-sim -p cotenant-ops -p cotenant-lab -p cotenant-cli
 
 # `make install PREFIX=...`, `make uninstall`, `make install-check` (the C library, header, shim,
