@@ -1,6 +1,7 @@
 //! The status record: what a process's pools publish for `cotenant top` and the doctor, and the
 //! one parser every reader uses. Pure: text in, text out; the controller writes the file
-//! (`pool/control/status.rs`), `cotenant_ops::status` reads the folder.
+//! (`pool/control/status.rs`), `super::status_scan` reads the folder (for `cotenant top`, the
+//! doctor and the pools' own sweep).
 //!
 //! One file per process, `<pid>.status`, in a folder of this user's own ([`dir_from`]), written
 //! whole to a temporary file and renamed over the record, so a reader never sees half of one.

@@ -14,6 +14,16 @@
 //! us write through a link). In a folder only we can write, a record is written to a temporary
 //! file (`O_CREAT | O_EXCL | O_NOFOLLOW`, mode 0600) renamed over the last one.
 //!
+//! The first time a process finds its folder trusted, it also sweeps it once
+//! (`status_scan::scan`, cleaning): a process that exits without dropping its pools (a test
+//! binary, `process::exit`, a kill) leaves its record behind, and without a reader that cleans
+//! (`cotenant top`) such records would pile up for ever. With the sweep, the next process of
+//! the same user that publishes removes them, so the folder holds at most the records of live
+//! processes plus those of processes that died since. The sweep follows the readers' rules:
+//! only regular files of this user whose writer is gone (start time, not a zombie), never a
+//! record of another PID namespace, never a live writer's; one that fails changes nothing for
+//! publishing.
+//!
 //! A write that fails is counted (`publish_failures` in the next record that is written),
 //! warned about once per process, and never reaches a pool; the folder is looked up again at the
 //! next publication (someone may have removed it). `COTENANT_STATUS=off` turns it all off.
@@ -24,6 +34,8 @@ use std::time::Instant;
 
 use super::Entry;
 use crate::internal::status_record::{self, PoolRecord};
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
+use crate::internal::status_scan;
 
 /// A publication problem was logged (once per process: a host whose folder is unusable would
 /// otherwise log it at every controller start).
@@ -145,7 +157,7 @@ fn resolve() -> State {
 /// Looks up and checks the folder, and reads what the record says about this process.
 #[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
 fn resolve() -> State {
-    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+    use std::os::unix::fs::DirBuilderExt as _;
 
     if let Some(value) = std::env::var_os(status_record::STATUS_ENV) {
         match status_record::env_says_off(&value.to_string_lossy()) {
@@ -178,21 +190,20 @@ fn resolve() -> State {
             return State::Unresolved;
         }
     }
+    // The readers' own rule (`status_scan::check_dir`), on the folder itself, not a link to it.
     let trusted = match std::fs::symlink_metadata(&dir) {
-        Ok(meta) if !meta.file_type().is_dir() => Err("not a folder (a symbolic link?)".to_owned()),
-        Ok(meta) if meta.uid() != uid => Err(format!("owned by uid {}, not {uid}", meta.uid())),
-        Ok(meta) if meta.mode() & 0o022 != 0 => {
-            Err(format!("mode {:04o} lets others write", meta.mode() & 0o7777))
-        }
-        Ok(_) => Ok(()),
-        Err(error) => Err(error.to_string()),
+        Ok(meta) => status_scan::check_dir(&dir, &meta, uid),
+        Err(error) => Err(format!("cannot read the status folder {}: {error}", dir.display())),
     };
     if let Err(why) = trusted {
-        warn_once(&format!(
-            "the status folder {} is refused: {why}; no status record is published",
-            dir.display()
-        ));
+        warn_once(&format!("{why}; no status record is published"));
         return State::Off;
+    }
+    // Once per process (see the module documentation): the records of this user's processes
+    // that died without dropping their pools.
+    static SWEPT: AtomicBool = AtomicBool::new(false);
+    if !SWEPT.swap(true, Ordering::Relaxed) {
+        sweep(&dir, uid);
     }
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let Some(start_time) = status_record::start_time_from_stat(&stat) else {
@@ -204,6 +215,14 @@ fn resolve() -> State {
         .ok()
         .and_then(|target| target.to_str().and_then(status_record::pid_ns_from_link));
     State::On(Target { dir, pid: std::process::id(), start_time, pid_ns, comm })
+}
+
+/// Removes the stale records of user `uid` from `dir`, a folder already trusted: a cleaning
+/// scan under `/proc`, whose result is dropped (what it removed is nobody's business here, and
+/// a folder it cannot list is found again by the write that follows).
+#[cfg(all(target_os = "linux", not(cotenant_force_fallback)))]
+fn sweep(dir: &std::path::Path, uid: u32) {
+    let _ = status_scan::scan(dir, uid, std::path::Path::new("/proc"), true);
 }
 
 #[cfg(any(not(target_os = "linux"), cotenant_force_fallback))]
@@ -329,6 +348,59 @@ mod tests {
         target_in(&dir.0).write(Vec::new(), 0).unwrap();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
         assert!(std::fs::symlink_metadata(dir.0.join("4242.status")).unwrap().file_type().is_file());
+    }
+
+    /// `pid`'s start time, from its `/proc/<pid>/stat` (`None`: cannot be read).
+    fn start_time_of(pid: u32) -> Option<u64> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        status_record::start_time_from_stat(&stat)
+    }
+
+    #[test]
+    fn the_sweep_removes_the_records_of_dead_writers_and_only_those() {
+        use crate::internal::status_record::ProcessRecord;
+
+        let dir = TempDir::new();
+        let publish = |record: &ProcessRecord| {
+            std::fs::write(dir.0.join(status_record::file_name(record.pid)), status_record::render(record))
+                .unwrap();
+        };
+        let me = std::process::id();
+        let ours = ProcessRecord {
+            pid: me,
+            start_time: start_time_of(me).expect("this process's start time"),
+            ..ProcessRecord::default()
+        };
+        // PID_MAX_LIMIT is 2^22: no process ever has this pid, so its writer is surely gone.
+        let dead = ProcessRecord { pid: 4_194_304 + 7, start_time: 1, ..ProcessRecord::default() };
+        // Written in another PID namespace (no namespace's inode is 1): not ours to judge.
+        let foreign =
+            ProcessRecord { pid: 4_194_304 + 8, start_time: 1, pid_ns: Some(1), ..ProcessRecord::default() };
+        for record in [&ours, &dead, &foreign] {
+            publish(record);
+        }
+        // Another live process's record (our parent's, where its start time can be read).
+        let parent = std::os::unix::process::parent_id();
+        let theirs = start_time_of(parent)
+            .filter(|_| parent != 0 && parent != me)
+            .map(|start_time| ProcessRecord { pid: parent, start_time, ..ProcessRecord::default() });
+        if let Some(theirs) = &theirs {
+            publish(theirs);
+        }
+
+        sweep(&dir.0, status_scan::euid());
+
+        let exists = |pid: u32| dir.0.join(status_record::file_name(pid)).exists();
+        assert!(!exists(dead.pid), "a dead writer's record is removed");
+        assert!(exists(me), "a live writer's record stays");
+        assert!(exists(foreign.pid), "another namespace's record stays");
+        if let Some(theirs) = &theirs {
+            assert!(exists(theirs.pid), "another live process's record stays");
+        }
+        let after = status_scan::scan(&dir.0, status_scan::euid(), std::path::Path::new("/proc"), false)
+            .expect("the folder stays readable");
+        assert!(after.live.iter().any(|live| live.record.pid == me), "{after:?}");
+        assert_eq!(after.other_namespace, vec![foreign.pid]);
     }
 
     #[test]
