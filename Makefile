@@ -7,9 +7,9 @@ RELEASE_BIN := target/release/cotenant
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 GOENV := GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 
-.PHONY: test demo toolchain fmt-check clippy unit loom go-test c-abi examples metrics-check deploy-check cargo-install-check fallback msrv package fuzz bench bench-pool policy-sim lab clean
+.PHONY: test demo toolchain fmt-check clippy unit loom go-test c-abi examples metrics-check deploy-check cargo-install-check fallback msrv miri package fuzz bench bench-pool policy-sim lab clean
 
-test: toolchain fmt-check clippy unit loom go-test c-abi examples metrics-check deploy-check install-check cargo-install-check fallback msrv package
+test: toolchain fmt-check clippy unit loom go-test c-abi examples metrics-check deploy-check install-check cargo-install-check fallback msrv miri package
 
 # The headline experiment: P = 2 processes on this host, five pool kinds, a verdict (about 90 s).
 demo: toolchain
@@ -136,6 +136,14 @@ msrv:
 	echo "msrv: Rust $(MSRV)"; \
 	$(CARGO) +$(MSRV) check --locked -p cotenant -p cotenant-sim --target-dir target/msrv && \
 	$(CARGO) +$(MSRV) check --locked -p cotenant-cli --no-default-features --features tui --target-dir target/msrv
+
+# The unsafe code that stores a task's closure in the queue's slot (pool/job.rs), under Miri
+# (undefined behaviour, leaks, double drops), if rustup can install a nightly with Miri here.
+miri:
+	@rustup toolchain install nightly --profile minimal -c miri -c rust-src >/dev/null 2>&1 \
+		|| { echo "miri: SKIPPED: rustup cannot install a nightly toolchain with Miri here"; exit 0; }; \
+	echo "miri: pool::job under Miri"; \
+	$(CARGO) +nightly miri test --locked -p cotenant --lib --target-dir target/miri pool::job
 
 # The publishable crates packaged and verified together (cotenant-ops and cotenant-lab are not
 # on crates.io, so the command's package is verified against their packages, not the registry).

@@ -16,6 +16,8 @@
 //!   is the per-task cost of the queue and the workers under load. Reported in million tasks per
 //!   second. The counter must end equal to the number submitted, or the run fails: a pool that
 //!   loses tasks must not look fast.
+//! - **throughput-2**: the same tasks submitted from two threads at once (half each): the cost
+//!   of the submit path when submitters contend on the queue.
 //!
 //! Each measurement builds a fresh pool, warms it up (untimed), times the workload, and shuts the
 //! pool down (untimed, threads joined) before the next peer starts: only one pool exists at a time.

@@ -49,17 +49,20 @@ pub enum Workload {
     Roundtrip,
     /// Submit tiny tasks fire-and-forget from one thread, wait for all; million tasks per second.
     Throughput,
+    /// The same tasks submitted from two threads at once (half each).
+    Throughput2,
 }
 
 impl Workload {
     /// Every workload, in the order of a run.
-    pub const ALL: [Workload; 2] = [Workload::Roundtrip, Workload::Throughput];
+    pub const ALL: [Workload; 3] = [Workload::Roundtrip, Workload::Throughput, Workload::Throughput2];
 
     /// Short name, for progress lines and errors.
     pub fn name(self) -> &'static str {
         match self {
             Workload::Roundtrip => "roundtrip",
             Workload::Throughput => "throughput",
+            Workload::Throughput2 => "throughput-2",
         }
     }
 
@@ -70,16 +73,19 @@ impl Workload {
                 "roundtrip: ns per spawn + join of one task, {} sequential per measurement (lower is better)",
                 config.roundtrips
             ),
-            Workload::Throughput if config.task_work.0 > 0 => format!(
-                "throughput: million tasks/s, {} fire-and-forget tasks of about {} ns of arithmetic \
-                 each from one thread, until all have run (higher is better)",
-                config.tasks, config.task_work.1
-            ),
-            Workload::Throughput => format!(
-                "throughput: million tasks/s, {} tiny fire-and-forget tasks from one thread, \
-                 until all have run (higher is better)",
-                config.tasks
-            ),
+            Workload::Throughput | Workload::Throughput2 => {
+                let from = if self == Workload::Throughput { "one thread" } else { "two threads at once" };
+                let tasks = if config.task_work.0 > 0 {
+                    format!("fire-and-forget tasks of about {} ns of arithmetic each", config.task_work.1)
+                } else {
+                    "tiny fire-and-forget tasks".to_owned()
+                };
+                format!(
+                    "{}: million tasks/s, {} {tasks} from {from}, until all have run (higher is better)",
+                    self.name(),
+                    config.tasks
+                )
+            }
         }
     }
 
@@ -87,7 +93,7 @@ impl Workload {
     pub fn better(self) -> Better {
         match self {
             Workload::Roundtrip => Better::Lower,
-            Workload::Throughput => Better::Higher,
+            Workload::Throughput | Workload::Throughput2 => Better::Higher,
         }
     }
 
@@ -95,15 +101,16 @@ impl Workload {
     pub fn show(self, value: f64) -> String {
         match self {
             Workload::Roundtrip => format!("{value:.0} ns"),
-            Workload::Throughput => format!("{value:.3} M/s"),
+            Workload::Throughput | Workload::Throughput2 => format!("{value:.3} M/s"),
         }
     }
 
     /// Times this workload on `pool`, then shuts `pool` down.
-    fn run<P: Peer>(self, pool: P, config: &Config) -> Result<f64, String> {
+    fn run<P: Peer + Sync>(self, pool: P, config: &Config) -> Result<f64, String> {
         match self {
             Workload::Roundtrip => roundtrip(pool, config.roundtrips),
-            Workload::Throughput => throughput(pool, config.tasks, config.task_work.0),
+            Workload::Throughput => throughput(pool, config.tasks, config.task_work.0, 1),
+            Workload::Throughput2 => throughput(pool, config.tasks, config.task_work.0, 2),
         }
     }
 }
@@ -189,11 +196,13 @@ fn time_roundtrips<P: Peer>(pool: &P, count: u64) -> Result<Duration, String> {
     Ok(start.elapsed())
 }
 
-/// `throughput`: million tasks per second, after an untimed warm-up. Fails if the count of tasks
-/// that ran differs from the count submitted, checked again after the pool has shut down.
-fn throughput<P: Peer>(pool: P, tasks: u64, work: u64) -> Result<f64, String> {
+/// `throughput` (from `submitters` threads): million tasks per second, after an untimed warm-up.
+/// Fails if the count of tasks that ran differs from the count submitted, checked again after
+/// the pool has shut down.
+fn throughput<P: Peer + Sync>(pool: P, tasks: u64, work: u64, submitters: u64) -> Result<f64, String> {
     let warmup = (tasks / 20).clamp(1_000, 50_000);
-    let timed = run_batch(&pool, warmup, work).and_then(|_| run_batch(&pool, tasks, work));
+    let timed =
+        run_batch(&pool, warmup, work, submitters).and_then(|_| run_batch(&pool, tasks, work, submitters));
     let stopped = pool.shutdown();
     let (elapsed, completion) = timed?;
     stopped?;
@@ -204,18 +213,36 @@ fn throughput<P: Peer>(pool: P, tasks: u64, work: u64) -> Result<f64, String> {
     Ok(tasks as f64 / elapsed.as_secs_f64() / 1e6)
 }
 
-/// Submits `tasks` tiny tasks and waits until every one has run; the time from the first submit
-/// to the last completion.
-fn run_batch<P: Peer>(pool: &P, tasks: u64, work: u64) -> Result<(Duration, Arc<Completion>), String> {
+/// Submits `tasks` tiny tasks from `submitters` threads (task `i` from thread `i % submitters`)
+/// and waits until every one has run; the time from the first submit to the last completion.
+fn run_batch<P: Peer + Sync>(
+    pool: &P,
+    tasks: u64,
+    work: u64,
+    submitters: u64,
+) -> Result<(Duration, Arc<Completion>), String> {
     let completion = Arc::new(Completion::new(tasks));
+    let submit_from = |first: u64| {
+        for i in (first..tasks).step_by(submitters as usize) {
+            let completion = Arc::clone(&completion);
+            pool.execute(move || {
+                // The tiny task: a multiply the optimizer cannot see through, then count itself.
+                let _ = black_box(black_box(i).wrapping_mul(MIX));
+                spin(i, work);
+                completion.finish_one();
+            });
+        }
+    };
     let start = Instant::now();
-    for i in 0..tasks {
-        let completion = Arc::clone(&completion);
-        pool.execute(move || {
-            // The tiny task: a multiply the optimizer cannot see through, then count itself.
-            let _ = black_box(black_box(i).wrapping_mul(MIX));
-            spin(i, work);
-            completion.finish_one();
+    if submitters == 1 {
+        submit_from(0);
+    } else {
+        // The other submitters start first; this thread submits its share meanwhile.
+        std::thread::scope(|scope| {
+            for first in 1..submitters {
+                scope.spawn(move || submit_from(first));
+            }
+            submit_from(0);
         });
     }
     completion.wait(STALL_LIMIT)?;

@@ -170,7 +170,7 @@ impl Builder {
             caller_histograms: TaskHistograms::default(),
             queue: Queue::new(self.queue_capacity),
             roster: Roster::new(threads, initial_target),
-            gate: AtomicUsize::new(0),
+            gate: CachePadded(AtomicUsize::new(0)),
             stopped: AtomicBool::new(false),
             cancelling: AtomicBool::new(false),
             on_full: self.on_full,
@@ -219,7 +219,7 @@ impl Builder {
             hooks: self.hooks.clone(),
             stack_size: self.stack_size,
             #[cfg(not(loom))]
-            accepted: std::sync::atomic::AtomicU64::new(0),
+            accepted: CachePadded(std::sync::atomic::AtomicU64::new(0)),
             #[cfg(not(loom))]
             dropped: std::sync::atomic::AtomicU64::new(0),
             #[cfg(not(loom))]

@@ -36,6 +36,7 @@ mod error;
 mod host_tokens;
 #[cfg(not(loom))]
 mod idle;
+mod job;
 mod placement;
 mod queue;
 mod roster;

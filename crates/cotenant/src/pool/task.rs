@@ -13,6 +13,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+pub(crate) use super::job::Job;
 use super::JoinTimeoutError;
 use crate::sync::{lock, wait, wait_timeout, Arc, AtomicBool, Condvar, Mutex, Ordering};
 use crate::wait::{spin_then_yield, Backoff};
@@ -437,18 +438,8 @@ pub(crate) enum Outcome {
     Unhandled(Box<dyn Any + Send + 'static>),
 }
 
-/// A queued unit of work: a boxed closure that never unwinds (it catches its own panic), and
-/// when it was submitted, for the queue-wait histogram (`Builder::task_histograms`).
-///
-/// The stamp is a reading of the histograms' clock (`metrics/clock.rs`, nanoseconds; a `u64`:
-/// an `Instant` is twice the size), which makes a job 24 bytes rather than 16. It is 0 until a
-/// pool with histograms on stamps it at the submit (`Shared::push`); a pool with them off
-/// never reads the clock for it.
-pub(crate) struct Job {
-    run: Box<dyn FnOnce() -> Outcome + Send + 'static>,
-    enqueued_ns: u64,
-}
-
+// The constructors of the jobs that carry a `Task`'s completer or a detached closure; `Job`
+// itself, and how it stores its closure, is `job.rs`.
 impl Job {
     /// A job that runs `f` and resolves `completer` with its value or panic.
     pub(crate) fn with_result<F, T>(f: F, completer: Completer<T>) -> Job
@@ -479,30 +470,6 @@ impl Job {
             Err(payload) => Outcome::Unhandled(payload),
         })
     }
-
-    /// A job made of a closure that catches its own panics and reports them (scoped tasks,
-    /// `scope.rs`), not stamped yet.
-    pub(crate) fn from_fn(f: impl FnOnce() -> Outcome + Send + 'static) -> Job {
-        Job { run: Box::new(f), enqueued_ns: 0 }
-    }
-
-    pub(crate) fn run(self) -> Outcome {
-        (self.run)()
-    }
-
-    /// When the job was submitted (a reading of `metrics/clock.rs`), or 0 if it was not stamped.
-    pub(crate) fn enqueued_ns(&self) -> u64 {
-        self.enqueued_ns
-    }
-
-    /// Stamps the job with the submit's reading `now_ns` unless it has one already (a
-    /// submitter blocked on a full queue pushes the same job again: its wait counts from the
-    /// first try). Never 0 once stamped.
-    pub(crate) fn stamp(&mut self, now_ns: impl FnOnce() -> u64) {
-        if self.enqueued_ns == 0 {
-            self.enqueued_ns = now_ns().max(1);
-        }
-    }
 }
 
 /// A `Task` that has already failed with `error` (a rejected spawn).
@@ -515,19 +482,6 @@ pub(crate) fn failed_task<T>(error: JoinError) -> Task<T> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_job_is_its_closure_and_its_stamp_only() {
-        // Every queue slot holds one: the stamp for the histograms adds 8 bytes, nothing more.
-        assert!(std::mem::size_of::<Job>() <= 3 * std::mem::size_of::<usize>());
-        let mut job = Job::detached(|| ());
-        assert_eq!(job.enqueued_ns(), 0, "not stamped until a timed pool's submit");
-        job.stamp(|| 0);
-        assert_eq!(job.enqueued_ns(), 1, "a stamp is never 0, which means none");
-        job.stamp(|| 99);
-        assert_eq!(job.enqueued_ns(), 1, "the first stamp stays");
-        assert!(matches!(job.run(), Outcome::Completed));
-    }
 
     #[test]
     fn a_dropped_completer_cancels_its_task() {
