@@ -232,8 +232,8 @@ pub struct LabArgs {
     /// Process counts for `neighbours`, comma-separated (default: 1 to 2 × CPUs).
     pub processes: Vec<u32>,
     /// Pool kinds for `neighbours` and `headline`, comma-separated (default: ignorant, optimal,
-    /// share, plain, adaptive). `adaptive` is the default pool (sharing host CPU tokens),
-    /// `plain` the adaptive policy without them.
+    /// share, plain, adaptive; `headline`: ignorant, optimal, adaptive, plain). `adaptive` is the
+    /// default pool (sharing host CPU tokens), `plain` the adaptive policy without them.
     pub pools: Vec<PoolKind>,
     /// Where `neighbours`' processes live.
     pub setting: SettingArg,
@@ -327,7 +327,8 @@ pub enum Experiment {
     Sizing,
     /// `neighbours` with Go services: default GOMAXPROCS against the cotenant Go controller.
     GoNeighbours,
-    /// What `make demo` runs: a quick `neighbours` at P = 2 with a short verdict.
+    /// What `make demo` runs: P = 2 in one cgroup at 50, 70, 90 and 100 % load; ignorant, optimal,
+    /// the default pool and the adaptive policy alone; a picture of the tails against the load.
     Headline,
     /// Every experiment above, one after another.
     All,

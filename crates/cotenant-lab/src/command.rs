@@ -324,6 +324,13 @@ fn emit(experiment: Experiment, lab: &Lab, args: &LabArgs, outcome: &Outcome) ->
         outcome,
     )?;
     eprintln!("lab {}: wrote {}", experiment.name(), dir.display());
+    for chart in &outcome.charts {
+        eprintln!(
+            "lab {}: chart {}",
+            experiment.name(),
+            dir.join(format!("{}.png", chart.file_stem)).display()
+        );
+    }
     Ok(())
 }
 

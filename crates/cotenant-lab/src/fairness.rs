@@ -193,6 +193,7 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
                     x_label: "ms after B started".into(),
                     y_label: "CPUs".into(),
                     log_y: false,
+                    beside: Vec::new(),
                     series: vec![line("A", |x| x.a_cpus), line("B", |x| x.b_cpus), line("Jain", |x| x.jain)],
                 });
             }

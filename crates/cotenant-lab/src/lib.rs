@@ -16,7 +16,7 @@
 //! | `neighbours/` | Figure 7 (and `factor`, Figure 8, and `headline`): P processes, pool kinds, two settings |
 //! | `burst.rs` | §4: a bursty and a steady tenant, quotas against adaptive pools |
 //! | `fairness.rs` | A alone, then B: CPU shares over time and Jain's index |
-//! | `plot.rs` | line charts as SVG and PNG (plotters) |
+//! | `plot.rs` | line charts as SVG and PNG (plotters), side by side in one picture if asked |
 //! | `runtimes.rs` | Table 2: what each language runtime believes about its CPUs |
 //! | `isolation/` | seed 003: an HTTP server next to a batch job, every isolation option |
 //! | `tenants.rs` | the server (A) and the batch job (B) of `isolation`, as hidden modes |
@@ -163,6 +163,10 @@ pub struct Chart {
     pub y_label: String,
     /// A logarithmic y axis (latencies).
     pub log_y: bool,
+    /// Charts drawn to the right of this one, in the same picture (each with its own axes;
+    /// their own `file_stem` and `beside` are not used).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub beside: Vec<Chart>,
     /// The lines.
     pub series: Vec<Series>,
 }

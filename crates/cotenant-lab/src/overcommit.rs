@@ -130,6 +130,7 @@ pub fn run(lab: &Lab, args: &LabArgs, mutex: bool) -> anyhow::Result<Outcome> {
             x_label: "pool threads".into(),
             y_label: "ms".into(),
             log_y: true,
+            beside: Vec::new(),
             series: vec![
                 line("service p99", |p| p.service_p99_us / 1000.0),
                 line("service max", |p| p.service_max_us / 1000.0),
@@ -142,6 +143,7 @@ pub fn run(lab: &Lab, args: &LabArgs, mutex: bool) -> anyhow::Result<Outcome> {
             x_label: "pool threads".into(),
             y_label: "items per second".into(),
             log_y: false,
+            beside: Vec::new(),
             series: vec![line("throughput", |p| p.throughput_per_s)],
         },
     ];

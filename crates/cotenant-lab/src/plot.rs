@@ -56,13 +56,17 @@ pub fn render(chart: &Chart, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     }
     let _remove = Remove(scratch.clone());
     let mut written = Vec::new();
+    // One panel per chart, side by side: the chart and those drawn beside it.
+    let panels: Vec<&Chart> = std::iter::once(chart).chain(&chart.beside).collect();
+    let size = (SIZE.0 * panels.len() as u32, SIZE.1);
     for extension in ["svg", "png"] {
         let name = format!("{}.{extension}", chart.file_stem);
         let (drawn, path) = (scratch.join(&name), dir.join(&name));
         let result = if extension == "svg" {
-            draw(SVGBackend::new(&drawn, SIZE).into_drawing_area(), chart).map_err(|e| e.to_string())
+            draw_panels(SVGBackend::new(&drawn, size).into_drawing_area(), &panels).map_err(|e| e.to_string())
         } else {
-            draw(BitMapBackend::new(&drawn, SIZE).into_drawing_area(), chart).map_err(|e| e.to_string())
+            draw_panels(BitMapBackend::new(&drawn, size).into_drawing_area(), &panels)
+                .map_err(|e| e.to_string())
         };
         result.map_err(|e| anyhow!("drawing {}: {e}", path.display()))?;
         let bytes =
@@ -117,11 +121,22 @@ fn ranges(points: &[Vec<(f64, f64)>], log_y: bool) -> ((f64, f64), (f64, f64)) {
     (padded(x_lo, x_hi), y)
 }
 
+/// Draws `panels` side by side on `root`, left to right.
+fn draw_panels<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    panels: &[&Chart],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    root.fill(&WHITE)?;
+    for (area, chart) in root.split_evenly((1, panels.len())).into_iter().zip(panels) {
+        draw(area, chart)?;
+    }
+    root.present()
+}
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     chart: &Chart,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    root.fill(&WHITE)?;
     let points = drawable(chart);
     let empty = points.iter().all(Vec::is_empty);
     let ((x0, x1), (y0, y1)) = ranges(&points, chart.log_y);
@@ -165,7 +180,7 @@ fn draw<DB: DrawingBackend>(
             .label_font(("sans-serif", 14))
             .draw()?;
     }
-    root.present()
+    Ok(())
 }
 
 #[cfg(test)]
@@ -175,8 +190,7 @@ mod tests {
 
     #[test]
     fn charts_render_as_svg_and_png_with_and_without_data() {
-        let dir = std::env::temp_dir().join(format!("cotenant-plot-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = cotenant_ops::private_dir::fresh_temp("cotenant-plot-test").unwrap();
         let series = vec![
             Series { name: "adaptive".into(), points: vec![(1.0, 6.0), (2.0, 7.5), (3.0, 8.0)] },
             Series { name: "ignorant".into(), points: vec![(1.0, 6.0), (2.0, 17.0), (3.0, f64::NAN)] },
@@ -196,6 +210,7 @@ mod tests {
                 x_label: "P".into(),
                 y_label: "ms".into(),
                 log_y,
+                beside: Vec::new(),
                 series,
             };
             let paths = render(&chart, &dir).unwrap();
@@ -206,6 +221,31 @@ mod tests {
             }
             assert!(std::fs::read(&paths[1]).unwrap().starts_with(b"\x89PNG"), "{stem}");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_chart_with_charts_beside_it_is_one_picture_of_side_by_side_panels() {
+        let dir = cotenant_ops::private_dir::fresh_temp("cotenant-plot-test").unwrap();
+        let panel = |title: &str, name: &str| Chart {
+            file_stem: "two".into(),
+            title: title.into(),
+            x_label: "load (%)".into(),
+            y_label: "ms".into(),
+            log_y: true,
+            beside: Vec::new(),
+            series: vec![Series { name: name.into(), points: vec![(50.0, 5.0), (100.0, 9.0)] }],
+        };
+        let mut chart = panel("left panel", "first");
+        chart.beside.push(panel("right panel", "second"));
+        let paths = render(&chart, &dir).unwrap();
+        let svg = std::fs::read_to_string(&paths[0]).unwrap();
+        for text in ["left panel", "right panel", "first", "second"] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        // The PNG's width (IHDR, bytes 16..20) is two panels'.
+        let png = std::fs::read(&paths[1]).unwrap();
+        assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 2 * SIZE.0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -162,6 +162,7 @@ pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
         x_label: "quota (CPUs)".into(),
         y_label: "ms".into(),
         log_y: true,
+        beside: Vec::new(),
         series: POOLS
             .iter()
             .map(|pool| Series {

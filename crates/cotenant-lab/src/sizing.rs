@@ -254,6 +254,7 @@ pub fn run(lab: &Lab, args: &crate::args::LabArgs) -> anyhow::Result<Outcome> {
         x_label: "log2(pool size)".into(),
         y_label: "tasks per second".into(),
         log_y: false,
+        beside: Vec::new(),
         series: Vec::new(),
     };
     let mut all_met = true;

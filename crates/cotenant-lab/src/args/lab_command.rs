@@ -77,7 +77,8 @@ pub enum ExperimentCommand {
     Sizing(CommonArgs),
     /// `neighbours` with Go services: default GOMAXPROCS against the cotenant Go controller.
     GoNeighbours(GoNeighboursArgs),
-    /// What `make demo` runs: a quick `neighbours` at P = 2 with a short verdict.
+    /// What `make demo` runs: P = 2 in one cgroup at 50, 70, 90 and 100 % load; ignorant, optimal,
+    /// the default pool and the adaptive policy alone; a picture of the tails against the load.
     Headline(HeadlineArgs),
     /// Every experiment above, one after another.
     All(CommonArgs),
@@ -221,8 +222,8 @@ impl Fill for ProcessesFlag {
 #[derive(Debug, Args)]
 pub struct PoolsFlag {
     /// Pool kinds for `neighbours` and `headline`, comma-separated (default: ignorant, optimal,
-    /// share, plain, adaptive). `adaptive` is the default pool (sharing host CPU tokens),
-    /// `plain` the adaptive policy without them.
+    /// share, plain, adaptive; `headline`: ignorant, optimal, adaptive, plain). `adaptive` is the
+    /// default pool (sharing host CPU tokens), `plain` the adaptive policy without them.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub pools: Vec<PoolKind>,
 }

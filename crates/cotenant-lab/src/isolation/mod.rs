@@ -231,6 +231,7 @@ pub fn run(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
         x_label: "percentile (50, 95, 99, 99.9)".into(),
         y_label: "latency (ms)".into(),
         log_y: true,
+        beside: Vec::new(),
         series: aggregates
             .iter()
             .map(|a| Series {

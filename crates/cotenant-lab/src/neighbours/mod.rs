@@ -17,6 +17,7 @@
 //! cgroups and worker processes of each run, and the rows they record.
 
 mod aggregate;
+pub mod headline;
 mod plan;
 mod run;
 mod verdict;

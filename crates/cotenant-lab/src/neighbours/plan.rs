@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::aggregate::{aggregate, Aggregate, RunFigures};
+use super::headline;
 use super::verdict::{go_verdict, verdict, verdict_of};
 use crate::args::{GoItems, LabArgs, PoolKind};
 use crate::Lab;
@@ -129,6 +130,9 @@ pub struct Plan {
     /// Chunks per item for the Go kinds, calibrated once for the whole plan (0: each Go
     /// process calibrates itself).
     pub go_chunks: u32,
+    /// Report the plan as curves against the load (`headline.rs`: one picture, one verdict
+    /// line per pool) rather than per load (charts against P, a verdict line per load).
+    pub by_load: bool,
 }
 
 impl Plan {
@@ -219,6 +223,7 @@ impl Plan {
             repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
             seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 5 }),
             go_chunks: 0,
+            by_load: false,
         }
     }
 }
@@ -243,6 +248,7 @@ impl Plan {
             repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
             seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 5 }),
             go_chunks: 0,
+            by_load: false,
         }
     }
 
@@ -267,20 +273,27 @@ impl Plan {
             repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
             seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 5 }),
             go_chunks: 0,
+            by_load: false,
         }
     }
 
-    /// `headline` (what `make demo` runs): P = 2, every process offered its whole fair share,
-    /// one cgroup, the five pool kinds, 3 repeats of 4 s: about 90 s.
+    /// `headline` (what `make demo` runs, `headline.rs`): P = 2 in one cgroup at four loads,
+    /// the four pools a user compares, one run of 8 s each: about 2.5 minutes on 2 CPUs.
+    /// `--quick`: two loads of 1 s.
     pub fn headline(_lab: &Lab, args: &LabArgs) -> Plan {
+        let loads: &[f64] = if args.quick { &headline::QUICK_LOADS } else { &headline::LOADS };
         Plan {
             settings: vec![Setting::OneCgroup],
-            loads: if args.load.is_empty() { vec![1.0] } else { args.load.clone() },
+            loads: if args.load.is_empty() { loads.to_vec() } else { args.load.clone() },
             processes: if args.processes.is_empty() { vec![2] } else { args.processes.clone() },
-            pools: kinds(args).into_iter().map(|k| (k, 1.0)).collect(),
-            repeats: args.repeats.unwrap_or(if args.quick { 1 } else { 3 }),
-            seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 4 }),
+            pools: if args.pools.is_empty() { headline::KINDS.to_vec() } else { args.pools.clone() }
+                .into_iter()
+                .map(|k| (k, 1.0))
+                .collect(),
+            repeats: args.repeats.unwrap_or(1),
+            seconds: args.seconds.unwrap_or(if args.quick { 1 } else { 8 }),
             go_chunks: 0,
+            by_load: true,
         }
     }
 }

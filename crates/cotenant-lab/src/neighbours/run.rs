@@ -394,9 +394,14 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
         outcome.rows.push(crate::row_of(&row));
         Ok(figures)
     })?;
-    outcome.verdicts = verdicts;
     outcome.report = table(&aggregates);
-    outcome.charts = charts(&aggregates, plan);
+    if plan.by_load {
+        outcome.verdicts = super::headline::verdicts(&aggregates, plan);
+        outcome.charts = super::headline::chart(&aggregates, plan).into_iter().collect();
+    } else {
+        outcome.verdicts = verdicts;
+        outcome.charts = charts(&aggregates, plan);
+    }
     outcome.summary = serde_json::to_value(&aggregates)?;
     Ok(outcome)
 }

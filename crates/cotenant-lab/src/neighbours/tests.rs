@@ -136,3 +136,84 @@ fn the_verdict_is_computed_from_the_medians() {
         "{table}"
     );
 }
+
+/// The aggregate of one run of `kind` at `load` with these figures (µs, items/s).
+fn at_load(kind: PoolKind, load: f64, service_p99: f64, e2e_p99: f64, tput: f64) -> Aggregate {
+    let figures = RunFigures {
+        service_p99_us: service_p99,
+        service_max_us: service_p99 * 2.0,
+        e2e_p99_us: e2e_p99,
+        throughput_per_s: tput,
+        completed_fraction: 1.0,
+    };
+    aggregate(Key { setting: Setting::OneCgroup, load, processes: 2, kind, share_factor: 1.0 }, &[figures])
+}
+
+fn headline_plan(loads: &[f64]) -> Plan {
+    Plan {
+        settings: vec![Setting::OneCgroup],
+        loads: loads.to_vec(),
+        processes: vec![2],
+        pools: headline::KINDS.iter().map(|&k| (k, 1.0)).collect(),
+        repeats: 1,
+        seconds: 8,
+        go_chunks: 0,
+        by_load: true,
+    }
+}
+
+#[test]
+fn the_headline_names_each_pools_gain_per_load_and_where_its_end_to_end_tail_first_exceeds_ignorants() {
+    use PoolKind::*;
+    // Recorded shapes: the default pool halves the service tail but queues longer at 100 %;
+    // optimal queues longer from 90 %; plain never exceeds ignorant end to end.
+    let aggregates = vec![
+        at_load(Ignorant, 0.5, 10_000.0, 12_000.0, 200.0),
+        at_load(Optimal, 0.5, 6_000.0, 9_000.0, 200.0),
+        at_load(Adaptive, 0.5, 5_000.0, 8_000.0, 200.0),
+        at_load(Plain, 0.5, 5_000.0, 8_000.0, 200.0),
+        at_load(Ignorant, 0.9, 20_000.0, 40_000.0, 360.0),
+        at_load(Optimal, 0.9, 9_000.0, 50_000.0, 340.0),
+        at_load(Adaptive, 0.9, 9_000.0, 30_000.0, 355.0),
+        at_load(Plain, 0.9, 9_500.0, 35_000.0, 350.0),
+        at_load(Ignorant, 1.0, 21_000.0, 700_000.0, 400.0),
+        at_load(Optimal, 1.0, 9_500.0, 900_000.0, 380.0),
+        at_load(Adaptive, 1.0, 9_400.0, 1_050_000.0, 392.0),
+        at_load(Plain, 1.0, 9_400.0, 600_000.0, 396.0),
+    ];
+    // Loads given out of order are read lowest first.
+    let plan = headline_plan(&[1.0, 0.5, 0.9]);
+    let lines = headline::verdicts(&aggregates, &plan);
+    assert_eq!(lines.len(), 3, "one line per pool but ignorant: {lines:#?}");
+    assert_eq!(
+        lines[0],
+        "optimal (CPUs / P, fixed): service p99 0.60x at 50%, 0.45x at 90%, 0.45x at 100% of ignorant's; \
+         end-to-end p99 first above ignorant's at 90% (1.25x); throughput at 100% 0.95x ignorant's"
+    );
+    assert!(
+        lines[1].starts_with("cotenant default (adaptive, host tokens): service p99 0.50x at 50%"),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[1].contains("end-to-end p99 first above ignorant's at 100% (1.50x)"), "{}", lines[1]);
+    assert!(lines[1].ends_with("throughput at 100% 0.98x ignorant's"), "{}", lines[1]);
+    assert!(lines[2].contains("end-to-end p99 never above ignorant's up to 100%"), "{}", lines[2]);
+
+    let chart = headline::chart(&aggregates, &plan).unwrap();
+    assert_eq!(chart.file_stem, "headline");
+    assert!(chart.log_y && chart.beside.len() == 1 && chart.beside[0].log_y);
+    assert_eq!(chart.series.len(), 4, "one line per pool");
+    let adaptive = &chart.series[2];
+    assert_eq!(adaptive.name, headline::label(Adaptive));
+    assert_eq!(adaptive.points, vec![(50.0, 5.0), (90.0, 9.0), (100.0, 9.4)], "x: load %, y: ms");
+    assert_eq!(chart.beside[0].series[2].points, vec![(50.0, 8.0), (90.0, 30.0), (100.0, 1050.0)]);
+}
+
+#[test]
+fn a_headline_without_the_ignorant_pool_has_no_verdict_and_a_run_without_loads_no_chart() {
+    let aggregates = vec![at_load(PoolKind::Adaptive, 0.7, 5_000.0, 8_000.0, 200.0)];
+    assert!(headline::verdicts(&aggregates, &headline_plan(&[0.7])).is_empty());
+    let mut empty = headline_plan(&[]);
+    empty.settings.clear();
+    assert!(headline::chart(&aggregates, &empty).is_none());
+}

@@ -174,6 +174,7 @@ pub fn charts(aggregates: &[Aggregate], plan: &Plan) -> Vec<Chart> {
                 x_label: "processes (P)".into(),
                 y_label: "service p99 (ms)".into(),
                 log_y: true,
+                beside: Vec::new(),
                 series: series(|r| r.service_p99_us / 1000.0),
             });
             charts.push(Chart {
@@ -182,6 +183,7 @@ pub fn charts(aggregates: &[Aggregate], plan: &Plan) -> Vec<Chart> {
                 x_label: "processes (P)".into(),
                 y_label: "worst service time (ms)".into(),
                 log_y: true,
+                beside: Vec::new(),
                 series: series(|r| r.service_max_us / 1000.0),
             });
             charts.push(Chart {
@@ -190,6 +192,7 @@ pub fn charts(aggregates: &[Aggregate], plan: &Plan) -> Vec<Chart> {
                 x_label: "processes (P)".into(),
                 y_label: "items per second, all processes".into(),
                 log_y: false,
+                beside: Vec::new(),
                 series: series(|r| r.throughput_per_s),
             });
         }

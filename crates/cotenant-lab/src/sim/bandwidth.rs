@@ -176,6 +176,7 @@ fn timeline_chart(config: &Config, run: &bandwidth::Run) -> Chart {
         x_label: "time (ms)".into(),
         y_label: "runtime in the pool (ms)".into(),
         log_y: false,
+        beside: Vec::new(),
         series,
     }
 }

@@ -177,6 +177,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         repeats: args.repeats,
         seconds: args.duration.as_secs(),
         go_chunks: 0,
+        by_load: false,
     };
     if !(args.service_ms.is_finite() && args.service_ms > 0.0) {
         bail!("--service-ms must be a positive number of milliseconds, got {}", args.service_ms);

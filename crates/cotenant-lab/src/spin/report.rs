@@ -224,6 +224,7 @@ fn push_charts(outcome: &mut Outcome, timelines: &[(Strategy, Vec<Histogram<u64>
             x_label: "second".into(),
             y_label: "latency (ms)".into(),
             log_y: true,
+            beside: Vec::new(),
             series: vec![
                 percentile_series(hists, 0.5, "p50"),
                 percentile_series(hists, 0.99, "p99"),
@@ -238,6 +239,7 @@ fn push_charts(outcome: &mut Outcome, timelines: &[(Strategy, Vec<Histogram<u64>
         x_label: "second".into(),
         y_label: "p99.9 latency (ms)".into(),
         log_y: true,
+        beside: Vec::new(),
         series: timelines.iter().map(|(s, h)| percentile_series(h, 0.999, s.name())).collect(),
     });
 }
