@@ -10,6 +10,12 @@
 //!    queue growing): the controller may work harder when the pool is busy.
 //! 4. Report each as "% of one CPU" = CPU time / wall time.
 //!
+//! Beside the controller, the same windows measure a **wake-up floor**: a thread of this
+//! benchmark that wakes every controller period (a timed condition-variable wait, as the
+//! controller sleeps) and does nothing else. What a thread pays just to wake up 100 times a
+//! second on a busy host (the timer, the switch, cold caches) is the least any controller that
+//! decides every clock tick can cost; the controller's cost above it is its own work.
+//!
 //! CPU time comes from fields 14 + 15 (utime + stime) of `/proc/self/task/<tid>/stat`, in clock
 //! ticks (`sysconf(_SC_CLK_TCK)`, usually 100 Hz: a 10 ms resolution, so use windows of several
 //! seconds). Where the kernel has schedstats, the nanosecond run time from
@@ -56,17 +62,24 @@ pub fn run(seconds: f64, threads: usize, thread_name: &str) -> Result<(), String
         .on_full(cotenant::Full::Block)
         .build()
         .map_err(|e| format!("cotenant pool: {e}"))?;
-    let measured = measure(&pool, window, thread_name);
+    let floor = Floor::start(cotenant::pool::default_period())?;
+    let measured = measure(&pool, window, thread_name, floor.tid);
     pool.shutdown();
-    let (tids, idle, saturated, tasks_run) = measured?;
+    floor.stop();
+    let (tids, [idle, saturated, floor_idle, floor_saturated], tasks_run) = measured?;
 
     let tids = tids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
     println!("## controller cost: thread `{thread_name}` (tid {tids}), adaptive pool of {threads} threads\n");
     println!(
-        "| pool | window | CPU time (stat) | % of one CPU (stat) \
-         | CPU time (schedstat) | % of one CPU (schedstat) |\n|---|---:|---:|---:|---:|---:|"
+        "| thread | pool | window | CPU time (stat) | % of one CPU (stat) \
+         | CPU time (schedstat) | % of one CPU (schedstat) |\n|---|---|---:|---:|---:|---:|---:|"
     );
-    for (label, w) in [("idle", &idle), ("saturated", &saturated)] {
+    for (thread, label, w) in [
+        ("controller", "idle", &idle),
+        ("controller", "saturated", &saturated),
+        ("wake-up floor", "idle", &floor_idle),
+        ("wake-up floor", "saturated", &floor_saturated),
+    ] {
         let wall = w.wall.as_secs_f64();
         let stat_seconds = w.ticks as f64 / ticks_per_second;
         let schedstat = match w.run_ns {
@@ -77,7 +90,7 @@ pub fn run(seconds: f64, threads: usize, thread_name: &str) -> Result<(), String
             None => "n/a | n/a".to_owned(),
         };
         println!(
-            "| {label} | {wall:.2} s | {stat_seconds:.2} s ({} ticks) | {:.3} % | {schedstat} |",
+            "| {thread} | {label} | {wall:.2} s | {stat_seconds:.2} s ({} ticks) | {:.3} % | {schedstat} |",
             w.ticks,
             100.0 * stat_seconds / wall
         );
@@ -88,20 +101,66 @@ pub fn run(seconds: f64, threads: usize, thread_name: &str) -> Result<(), String
         100.0 / ticks_per_second / seconds
     );
     println!("Saturated: {tasks_run} busy tasks of {} µs ran during the window.", BUSY_TASK.as_micros());
+    println!(
+        "Wake-up floor: a thread that wakes every {:?} (the default controller period) and does nothing \
+         else, measured in the same windows: what waking up alone costs on this host.",
+        cotenant::pool::default_period()
+    );
     Ok(())
 }
 
-/// Finds the controller, then measures the idle window and the saturated one. Returns the
-/// controller's thread ids, both windows, and the number of busy tasks run while saturated.
+/// The wake-up floor's thread: a timed wait of one period, again and again, until stopped.
+struct Floor {
+    tid: u32,
+    stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl Floor {
+    fn start(period: Duration) -> Result<Floor, String> {
+        let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let flag = Arc::clone(&stop);
+        let thread = thread::Builder::new()
+            .name("cotenant-floor".into())
+            .spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                let _ = tid_tx.send(unsafe { libc::gettid() } as u32);
+                let (lock, wake) = &*flag;
+                let mut stopped = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                while !*stopped {
+                    stopped = wake
+                        .wait_timeout(stopped, period)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .0;
+                }
+            })
+            .map_err(|e| format!("cannot start the wake-up floor's thread: {e}"))?;
+        let tid = tid_rx.recv().map_err(|_| "the wake-up floor's thread did not start".to_owned())?;
+        Ok(Floor { tid, stop, thread })
+    }
+
+    fn stop(self) {
+        *self.stop.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        self.stop.1.notify_all();
+        let _ = self.thread.join();
+    }
+}
+
+/// Finds the controller, then measures the idle window and the saturated one, for the
+/// controller and for the wake-up floor's thread `floor`. Returns the controller's thread ids,
+/// the windows (controller idle, saturated; floor idle, saturated), and the number of busy
+/// tasks run while saturated.
 fn measure(
     pool: &cotenant::Pool,
     window: Duration,
     thread_name: &str,
-) -> Result<(Vec<u32>, Window, Window, u64), String> {
+    floor: u32,
+) -> Result<(Vec<u32>, [Window; 4], u64), String> {
     let tids = find_threads(thread_name)?;
-    let idle = observe(&tids, || thread::sleep(window))?;
+    let [idle, floor_idle] = observe([&tids, &[floor]], || thread::sleep(window))?;
     let ran = Arc::new(AtomicU64::new(0));
-    let saturated = observe(&tids, || {
+    let [saturated, floor_saturated] = observe([&tids, &[floor]], || {
         let start = Instant::now();
         while start.elapsed() < window {
             let ran = Arc::clone(&ran);
@@ -111,21 +170,28 @@ fn measure(
             });
         }
     })?;
-    Ok((tids, idle, saturated, ran.load(Ordering::Relaxed)))
+    Ok((tids, [idle, saturated, floor_idle, floor_saturated], ran.load(Ordering::Relaxed)))
 }
 
-/// The CPU time the threads `tids` accrue while `during` runs.
-fn observe(tids: &[u32], during: impl FnOnce()) -> Result<Window, String> {
-    let (ticks_before, ns_before) = cpu_time(tids)?;
+/// The CPU time each group of threads accrues while `during` runs.
+fn observe<const N: usize>(groups: [&[u32]; N], during: impl FnOnce()) -> Result<[Window; N], String> {
+    let mut before = Vec::with_capacity(N);
+    for tids in groups {
+        before.push(cpu_time(tids)?);
+    }
     let start = Instant::now();
     during();
     let wall = start.elapsed();
-    let (ticks_after, ns_after) = cpu_time(tids)?;
-    Ok(Window {
-        wall,
-        ticks: ticks_after.saturating_sub(ticks_before),
-        run_ns: ns_before.zip(ns_after).map(|(before, after)| after.saturating_sub(before)),
-    })
+    let mut windows = Vec::with_capacity(N);
+    for (tids, (ticks_before, ns_before)) in groups.into_iter().zip(before) {
+        let (ticks_after, ns_after) = cpu_time(tids)?;
+        windows.push(Window {
+            wall,
+            ticks: ticks_after.saturating_sub(ticks_before),
+            run_ns: ns_before.zip(ns_after).map(|(before, after)| after.saturating_sub(before)),
+        });
+    }
+    windows.try_into().map_err(|_| "one window per group of threads".to_owned())
 }
 
 /// utime + stime (ticks) and, where available, schedstat run time (ns), summed over `tids`.

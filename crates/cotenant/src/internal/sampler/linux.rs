@@ -25,7 +25,16 @@ pub struct HostSampler {
     cpu_stat: Option<(PathBuf, File)>,
     tick_ns: u64,
     buf: Vec<u8>,
+    /// Readings left before the limits are read again (0: at the next one).
+    readings_until_limits: u32,
 }
+
+/// The limits (online CPUs, cpusets, affinity, quotas) are read again at every this many
+/// readings, not at each: they change rarely (an operator's command, a container update), and
+/// re-reading them was four of a reading's dozen system calls, on the controller's wake-up
+/// that already costs a busy host most of its CPU (RESULTS.md, the controller's cost). At the
+/// default period a new limit is seen within 100 ms.
+pub const LIMITS_EVERY: u32 = 10;
 
 impl fmt::Debug for HostSampler {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -51,7 +60,15 @@ impl HostSampler {
         };
         let cpu_stat = leaf_cpu_stat(&budget).and_then(|path| open(&path).ok());
         let tick_ns = crate::sys::clock_ticks_per_second().map_or(10_000_000, |ticks| 1_000_000_000 / ticks);
-        Ok(HostSampler { budget, busy, loadavg, cpu_stat, tick_ns, buf: Vec::with_capacity(4096) })
+        Ok(HostSampler {
+            budget,
+            busy,
+            loadavg,
+            cpu_stat,
+            tick_ns,
+            buf: Vec::with_capacity(4096),
+            readings_until_limits: 0,
+        })
     }
 
     /// Where busy time comes from: the `cpuacct.usage_percpu` path or `/proc/stat`.
@@ -66,9 +83,14 @@ impl HostSampler {
     pub fn read(&mut self) -> Result<HostCounters, SampleError> {
         let at = Instant::now();
         let self_ns = process_cpu_ns()?;
-        if let Err(e) = self.budget.refresh() {
-            return Err(SampleError(format!("cannot refresh the CPU budget: {e}")));
+        if self.readings_until_limits == 0 {
+            // A failed refresh is tried again at the next reading.
+            if let Err(e) = self.budget.refresh() {
+                return Err(SampleError(format!("cannot refresh the CPU budget: {e}")));
+            }
+            self.readings_until_limits = LIMITS_EVERY;
         }
+        self.readings_until_limits -= 1;
         let allowed = self.budget.allowed_set();
         let quota_cpus = (self.budget.binding() == Constraint::Quota).then(|| self.budget.limit());
         let online_cpus = self.budget.online().value().map_or(0, CpuSet::count);
