@@ -44,6 +44,7 @@ mod global_pool;
 mod peers;
 mod reference;
 mod report;
+mod steal;
 mod workloads;
 
 use std::num::NonZeroUsize;
@@ -170,6 +171,7 @@ fn run(args: &Args) -> Result<(), String> {
         ))
     );
 
+    let steal_before = steal::read();
     for workload in Workload::ALL {
         let values = workloads::run_rounds(workload, &config)?;
         let rows: Vec<(&str, Vec<f64>)> = peer_names.iter().copied().zip(values).collect();
@@ -177,6 +179,11 @@ fn run(args: &Args) -> Result<(), String> {
             "{}",
             report::table(&workload.title(&config), workload.better(), |v| workload.show(v), &rows)
         );
+    }
+    if let Some(line) =
+        steal_before.zip(steal::read()).and_then(|(before, after)| steal::sentence(before, after))
+    {
+        println!("{line}");
     }
     Ok(())
 }
