@@ -67,8 +67,9 @@ fn sorted_loads(plan: &Plan) -> Vec<f64> {
 }
 
 /// One line per pool other than ignorant (and per setting and P, when a run has several):
-/// its service p99 against ignorant's at each load, where its end-to-end p99 first exceeds
-/// ignorant's, and its throughput against ignorant's at the highest load.
+/// its service p99 and its end-to-end p99 against ignorant's at each load, the load at which
+/// its end-to-end p99 first exceeds ignorant's, and its throughput against ignorant's at the
+/// highest load.
 pub fn verdicts(aggregates: &[Aggregate], plan: &Plan) -> Vec<String> {
     let loads = sorted_loads(plan);
     let several = plan.settings.len() * plan.processes.len() > 1;
@@ -100,24 +101,26 @@ pub fn verdicts(aggregates: &[Aggregate], plan: &Plan) -> Vec<String> {
                     })
                     .collect();
                 let _ = write!(line, "{}: service p99 {} of ignorant's; ", label(kind), gains.join(", "));
+                let end_to_end: Vec<String> = pairs
+                    .iter()
+                    .map(|(load, ours, ignorant)| {
+                        format!(
+                            "{:.2}x at {:.0}%",
+                            ratio(ours.median.e2e_p99_us, ignorant.median.e2e_p99_us),
+                            load * 100.0
+                        )
+                    })
+                    .collect();
+                let _ = write!(line, "end-to-end p99 {}", end_to_end.join(", "));
                 let first_above = pairs
                     .iter()
                     .find(|(_, ours, ignorant)| ours.median.e2e_p99_us > ignorant.median.e2e_p99_us);
                 match first_above {
-                    Some((load, ours, ignorant)) => {
-                        let _ = write!(
-                            line,
-                            "end-to-end p99 first above ignorant's at {:.0}% ({:.2}x)",
-                            load * 100.0,
-                            ratio(ours.median.e2e_p99_us, ignorant.median.e2e_p99_us)
-                        );
+                    Some((load, _, _)) => {
+                        let _ = write!(line, ", first above ignorant's at {:.0}%", load * 100.0);
                     }
                     None => {
-                        let _ = write!(
-                            line,
-                            "end-to-end p99 never above ignorant's up to {:.0}%",
-                            top_load * 100.0
-                        );
+                        let _ = write!(line, ", never above ignorant's up to {:.0}%", top_load * 100.0);
                     }
                 }
                 let _ = write!(
