@@ -13,9 +13,6 @@ use crate::sampler::read_at_zero;
 /// The workers' run-queue wait so far (schedstat), summed.
 pub(super) struct RunqWaits {
     pub(super) all: u64,
-    /// The workers' time on a CPU (the same counter as their thread CPU clocks: reading it
-    /// here spares the controller a system call per worker and tick).
-    pub(super) on_cpu: u64,
     /// The part spent holding host tokens (0 without tokens); `None` when a worker could not
     /// read its own wait.
     pub(super) holding: Option<u64>,
@@ -57,7 +54,7 @@ pub(super) fn read_runq_waits(entry: &mut Entry, pool: &Shared) -> Option<RunqWa
     let files = entry.schedstat.as_ref()?;
     debug_assert_eq!(files.len(), pool.workers.len(), "one schedstat file per worker, in order");
     entry.token_wait_seen.resize(pool.workers.len(), 0);
-    let mut waits = RunqWaits { all: 0, on_cpu: 0, holding: Some(0) };
+    let mut waits = RunqWaits { all: 0, holding: Some(0) };
     let mut failure = None;
     for (((path, file), worker), seen) in
         files.iter().zip(pool.workers.iter()).zip(&mut entry.token_wait_seen)
@@ -73,7 +70,6 @@ pub(super) fn read_runq_waits(entry: &mut Entry, pool: &Shared) -> Option<RunqWa
             }
         };
         waits.all = waits.all.saturating_add(stat.run_delay_ns);
-        waits.on_cpu = waits.on_cpu.saturating_add(stat.on_cpu_ns);
         let holding = worker.token_wait_ns(stat.run_delay_ns).map(|now| {
             *seen = (*seen).max(now);
             *seen

@@ -51,17 +51,17 @@ pub(super) fn tick(
     };
     let now = crate::pool::worker::nanos_since(pool.epoch);
     let workers_busy_ns = pool.workers.iter().map(|w| w.busy_ns(now)).sum();
+    // From their CPU clocks, not from the schedstat files read below: a running thread's
+    // schedstat run time lags by up to a kernel tick, a tenth of a period or more.
+    let workers_cpu_ns = pool
+        .workers
+        .iter()
+        .map(|w| match w.cpu_clock.load(std::sync::atomic::Ordering::Acquire) {
+            0 => None,
+            clock => clock_ns((clock - 1) as u32 as libc::clockid_t),
+        })
+        .sum::<Option<u64>>();
     let waits = read_runq_waits(entry, pool);
-    // The workers' CPU time: from the schedstat files just read, or (none read) their clocks.
-    let workers_cpu_ns = waits.as_ref().map(|w| w.on_cpu).or_else(|| {
-        pool.workers
-            .iter()
-            .map(|w| match w.cpu_clock.load(std::sync::atomic::Ordering::Acquire) {
-                0 => None,
-                clock => clock_ns((clock - 1) as u32 as libc::clockid_t),
-            })
-            .sum::<Option<u64>>()
-    });
     let workers_runq_wait_ns = waits.as_ref().map(|w| w.all);
     let workers_token_wait_ns = waits.and_then(|w| w.holding);
     let had_work = entry.last.as_ref().is_none_or(|last| workers_busy_ns != last.workers_busy_ns)
