@@ -18,6 +18,12 @@
 //!   loses tasks must not look fast.
 //! - **throughput-2**: the same tasks submitted from two threads at once (half each): the cost
 //!   of the submit path when submitters contend on the queue.
+//! - **throughput (CPU)**, **throughput-2 (CPU)**: from the same timed batches, the CPU time the
+//!   whole process spent per task (`CLOCK_PROCESS_CPUTIME_ID`: submitters, workers, spinning,
+//!   wake-ups, system calls), in ns. Wall-clock rates on a 2-CPU VM move by tens of per cent
+//!   between runs (steal, and three threads on two CPUs landing in different regimes); the CPU
+//!   per task is what the task path costs whatever the regime, and steal is not charged to it.
+//!   Printed after the three wall-clock tables.
 //!
 //! Each measurement builds a fresh pool, warms it up (untimed), times the workload, and shuts the
 //! pool down (untimed, threads joined) before the next peer starts: only one pool exists at a time.
@@ -53,7 +59,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::peers::PeerKind;
-use crate::report::Host;
+use crate::report::{Better, Host};
 use crate::workloads::{Config, Workload};
 
 /// Sizes of a run, before any explicit `--rounds`, `--roundtrips` or `--tasks`.
@@ -172,13 +178,22 @@ fn run(args: &Args) -> Result<(), String> {
     );
 
     let steal_before = steal::read();
+    // The CPU-per-task tables come from the same measurements as the wall-clock ones, but are
+    // printed after all of those, so that the wall-clock tables keep their order.
+    let mut cpu_tables = Vec::new();
     for workload in Workload::ALL {
-        let values = workloads::run_rounds(workload, &config)?;
-        let rows: Vec<(&str, Vec<f64>)> = peer_names.iter().copied().zip(values).collect();
+        let rounds = workloads::run_rounds(workload, &config)?;
+        let rows: Vec<(&str, Vec<f64>)> = peer_names.iter().copied().zip(rounds.values).collect();
         println!(
             "{}",
             report::table(&workload.title(&config), workload.better(), |v| workload.show(v), &rows)
         );
+        if let Some(title) = workload.cpu_title(&config) {
+            cpu_tables.push(cpu_table(&title, &peer_names, rounds.cpu_ns_per_task));
+        }
+    }
+    for table in cpu_tables {
+        println!("{table}");
     }
     if let Some(line) =
         steal_before.zip(steal::read()).and_then(|(before, after)| steal::sentence(before, after))
@@ -186,6 +201,18 @@ fn run(args: &Args) -> Result<(), String> {
         println!("{line}");
     }
     Ok(())
+}
+
+/// The CPU-per-task table titled `title`, from each peer's values (in the order of `peer_names`);
+/// a sentence instead where the process CPU clock gave no reading at all.
+fn cpu_table(title: &str, peer_names: &[&str], cpu_ns_per_task: Vec<Vec<f64>>) -> String {
+    if cpu_ns_per_task.iter().all(Vec::is_empty) {
+        return format!(
+            "## {title}\n\nNo values: clock_gettime(CLOCK_PROCESS_CPUTIME_ID) failed on every read.\n"
+        );
+    }
+    let rows: Vec<(&str, Vec<f64>)> = peer_names.iter().copied().zip(cpu_ns_per_task).collect();
+    report::table(title, Better::Lower, workloads::show_cpu_ns, &rows)
 }
 
 /// The peers asked for, without repeats, in the order given; every peer if none was named.
@@ -238,6 +265,16 @@ mod tests {
         let all = Args::try_parse_from(["pool-bench"]).unwrap();
         assert_eq!(selected_peers(&all.peers), PeerKind::ALL.to_vec());
         assert!(Args::try_parse_from(["pool-bench", "--peers", "nope"]).is_err());
+    }
+
+    #[test]
+    fn a_cpu_table_ranks_the_lowest_cost_first_or_says_why_it_is_empty() {
+        let table = cpu_table("t", &["busy", "lean"], vec![vec![900.0, 1100.0], vec![500.0]]);
+        let lean = table.find("| lean | 500 CPU ns | 500 CPU ns | 500 CPU ns | 1.00 |").unwrap();
+        let busy = table.find("| busy | 1000 CPU ns | 900 CPU ns | 1100 CPU ns | 2.00 |").unwrap();
+        assert!(lean < busy, "{table}");
+        let empty = cpu_table("t", &["a", "b"], vec![Vec::new(), Vec::new()]);
+        assert!(empty.contains("No values"), "{empty}");
     }
 
     #[test]

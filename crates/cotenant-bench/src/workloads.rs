@@ -4,6 +4,14 @@
 //! down (untimed, joined) — so exactly one pool exists at a time and none inherits another's
 //! threads or queue. Round `r` measures every peer once, starting at peer `r` of the list
 //! (a rotation), so drift on a noisy machine reaches every peer alike.
+//!
+//! A throughput measurement yields two values from the same timed batch: the wall-clock rate,
+//! and the CPU time the whole process spent per task over that span
+//! (`CLOCK_PROCESS_CPUTIME_ID`, every thread: submitters, workers, spinning, wake-ups, system
+//! calls). Only one pool exists at a time, so that CPU time is the pool's and its submitters'.
+//! It is what the task path costs whatever the scheduling regime the threads land in, and
+//! hypervisor steal is not charged to it (on a guest kernel with paravirtual steal accounting),
+//! so it moves far less between runs on a shared VM than the wall-clock rate.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +50,24 @@ pub struct Config {
     pub peers: Vec<PeerKind>,
 }
 
+/// What one measurement yields.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Measurement {
+    /// The workload's value, in the unit of [`Workload::show`].
+    pub value: f64,
+    /// The process's CPU time per task over the timed batch, in ns: throughput workloads only,
+    /// and `None` where the process CPU clock could not be read.
+    pub cpu_ns_per_task: Option<f64>,
+}
+
+/// Every measurement of one workload, per peer in the order of [`Config::peers`].
+pub struct Rounds {
+    /// Each peer's values, one per round.
+    pub values: Vec<Vec<f64>>,
+    /// Each peer's CPU ns per task, one per round that has one (empty for `roundtrip`).
+    pub cpu_ns_per_task: Vec<Vec<f64>>,
+}
+
 /// A workload, run on every peer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Workload {
@@ -73,20 +99,35 @@ impl Workload {
                 "roundtrip: ns per spawn + join of one task, {} sequential per measurement (lower is better)",
                 config.roundtrips
             ),
-            Workload::Throughput | Workload::Throughput2 => {
-                let from = if self == Workload::Throughput { "one thread" } else { "two threads at once" };
-                let tasks = if config.task_work.0 > 0 {
-                    format!("fire-and-forget tasks of about {} ns of arithmetic each", config.task_work.1)
-                } else {
-                    "tiny fire-and-forget tasks".to_owned()
-                };
-                format!(
-                    "{}: million tasks/s, {} {tasks} from {from}, until all have run (higher is better)",
-                    self.name(),
-                    config.tasks
-                )
-            }
+            Workload::Throughput | Workload::Throughput2 => format!(
+                "{}: million tasks/s, {}, until all have run (higher is better)",
+                self.name(),
+                self.tasks_phrase(config)
+            ),
         }
+    }
+
+    /// The title of the CPU-per-task table; `None` for a workload that has none (`roundtrip`).
+    pub fn cpu_title(self, config: &Config) -> Option<String> {
+        match self {
+            Workload::Roundtrip => None,
+            Workload::Throughput | Workload::Throughput2 => Some(format!(
+                "{} (CPU): CPU ns per task, {} (all threads of the process; lower is better)",
+                self.name(),
+                self.tasks_phrase(config)
+            )),
+        }
+    }
+
+    /// "1000000 tiny fire-and-forget tasks from one thread", for the throughput titles.
+    fn tasks_phrase(self, config: &Config) -> String {
+        let from = if self == Workload::Throughput { "one thread" } else { "two threads at once" };
+        let tasks = if config.task_work.0 > 0 {
+            format!("fire-and-forget tasks of about {} ns of arithmetic each", config.task_work.1)
+        } else {
+            "tiny fire-and-forget tasks".to_owned()
+        };
+        format!("{} {tasks} from {from}", config.tasks)
     }
 
     /// Which direction is better.
@@ -106,36 +147,50 @@ impl Workload {
     }
 
     /// Times this workload on `pool`, then shuts `pool` down.
-    fn run<P: Peer + Sync>(self, pool: P, config: &Config) -> Result<f64, String> {
+    fn run<P: Peer + Sync>(self, pool: P, config: &Config) -> Result<Measurement, String> {
         match self {
-            Workload::Roundtrip => roundtrip(pool, config.roundtrips),
+            Workload::Roundtrip => {
+                roundtrip(pool, config.roundtrips).map(|value| Measurement { value, cpu_ns_per_task: None })
+            }
             Workload::Throughput => throughput(pool, config.tasks, config.task_work.0, 1),
             Workload::Throughput2 => throughput(pool, config.tasks, config.task_work.0, 2),
         }
     }
 }
 
-/// Measures `workload` on every peer of `config`, round after round; one vector of values (one
-/// per round) per peer, in the order of `config.peers`. Progress goes to stderr.
-pub fn run_rounds(workload: Workload, config: &Config) -> Result<Vec<Vec<f64>>, String> {
+/// Measures `workload` on every peer of `config`, round after round: per peer, in the order of
+/// `config.peers`, one value per round and the CPU ns per task of each round that has one.
+/// Progress goes to stderr.
+pub fn run_rounds(workload: Workload, config: &Config) -> Result<Rounds, String> {
     let mut values = vec![Vec::with_capacity(config.rounds); config.peers.len()];
+    let mut cpu_per_task = vec![Vec::new(); config.peers.len()];
     for round in 0..config.rounds {
         for index in rotation(config.peers.len(), round) {
             let peer = config.peers[index];
-            let value = measure(peer, workload, config)
+            let measured = measure(peer, workload, config)
                 .map_err(|e| format!("{} on {}, round {}: {e}", workload.name(), peer.name(), round + 1))?;
+            let cpu =
+                measured.cpu_ns_per_task.map_or_else(String::new, |ns| format!(", {}", show_cpu_ns(ns)));
             eprintln!(
-                "[{}] round {}/{}: {:<18} {}",
+                "[{}] round {}/{}: {:<18} {}{cpu}",
                 workload.name(),
                 round + 1,
                 config.rounds,
                 peer.name(),
-                workload.show(value)
+                workload.show(measured.value)
             );
-            values[index].push(value);
+            values[index].push(measured.value);
+            if let Some(ns) = measured.cpu_ns_per_task {
+                cpu_per_task[index].push(ns);
+            }
         }
     }
-    Ok(values)
+    Ok(Rounds { values, cpu_ns_per_task: cpu_per_task })
+}
+
+/// One CPU-per-task value, with its unit.
+pub fn show_cpu_ns(ns: f64) -> String {
+    format!("{ns:.0} CPU ns")
 }
 
 /// The order of round `round` over `len` peers: every index once, starting at `round % len`.
@@ -144,7 +199,7 @@ pub fn rotation(len: usize, round: usize) -> impl Iterator<Item = usize> {
 }
 
 /// Builds `peer`'s pool and runs `workload` on it.
-fn measure(peer: PeerKind, workload: Workload, config: &Config) -> Result<f64, String> {
+fn measure(peer: PeerKind, workload: Workload, config: &Config) -> Result<Measurement, String> {
     let n = config.threads;
     let cotenant_pool = |policy, tokens| CotenantPeer::new(policy, n, tokens, None);
     let adaptive = cotenant::Policy::adaptive;
@@ -196,31 +251,63 @@ fn time_roundtrips<P: Peer>(pool: &P, count: u64) -> Result<Duration, String> {
     Ok(start.elapsed())
 }
 
-/// `throughput` (from `submitters` threads): million tasks per second, after an untimed warm-up.
-/// Fails if the count of tasks that ran differs from the count submitted, checked again after
-/// the pool has shut down.
-fn throughput<P: Peer + Sync>(pool: P, tasks: u64, work: u64, submitters: u64) -> Result<f64, String> {
+/// `throughput` (from `submitters` threads): million tasks per second and the process's CPU ns
+/// per task, both over the same timed batch, after an untimed warm-up. Fails if the count of
+/// tasks that ran differs from the count submitted, checked again after the pool has shut down.
+fn throughput<P: Peer + Sync>(
+    pool: P,
+    tasks: u64,
+    work: u64,
+    submitters: u64,
+) -> Result<Measurement, String> {
     let warmup = (tasks / 20).clamp(1_000, 50_000);
     let timed =
         run_batch(&pool, warmup, work, submitters).and_then(|_| run_batch(&pool, tasks, work, submitters));
     let stopped = pool.shutdown();
-    let (elapsed, completion) = timed?;
+    let batch = timed?;
     stopped?;
-    let ran = completion.count();
+    let ran = batch.completion.count();
     if ran != tasks {
         return Err(format!("{ran} tasks ran for {tasks} submitted"));
     }
-    Ok(tasks as f64 / elapsed.as_secs_f64() / 1e6)
+    Ok(Measurement {
+        value: tasks as f64 / batch.elapsed.as_secs_f64() / 1e6,
+        cpu_ns_per_task: batch.cpu_ns.and_then(|(before, after)| cpu_ns_per_task(before, after, tasks)),
+    })
+}
+
+/// One timed throughput batch.
+struct Batch {
+    /// Wall-clock time from the first submit to the last completion.
+    elapsed: Duration,
+    /// The process's CPU clock (ns) just before the first submit and just after the last
+    /// completion; `None` where it could not be read.
+    cpu_ns: Option<(u64, u64)>,
+    /// The batch's completion counter, to check that no task was lost.
+    completion: Arc<Completion>,
+}
+
+/// The CPU time of the whole process so far, in ns (every thread, including those that have
+/// exited, such as a batch's second submitter); `None` if the clock cannot be read.
+fn process_cpu_ns() -> Option<u64> {
+    cotenant::internal::sampler::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// CPU ns per task from two readings of the process CPU clock (ns) around a batch of `tasks`
+/// tasks (pure). `None` for no tasks, or for a clock that went backwards (a bad reading is left
+/// out of the table rather than shown as a negative cost).
+pub fn cpu_ns_per_task(before_ns: u64, after_ns: u64, tasks: u64) -> Option<f64> {
+    let spent = after_ns.checked_sub(before_ns)?;
+    if tasks == 0 {
+        return None;
+    }
+    Some(spent as f64 / tasks as f64)
 }
 
 /// Submits `tasks` tiny tasks from `submitters` threads (task `i` from thread `i % submitters`)
-/// and waits until every one has run; the time from the first submit to the last completion.
-fn run_batch<P: Peer + Sync>(
-    pool: &P,
-    tasks: u64,
-    work: u64,
-    submitters: u64,
-) -> Result<(Duration, Arc<Completion>), String> {
+/// and waits until every one has run; the wall-clock and process CPU time from the first submit
+/// to the last completion.
+fn run_batch<P: Peer + Sync>(pool: &P, tasks: u64, work: u64, submitters: u64) -> Result<Batch, String> {
     let completion = Arc::new(Completion::new(tasks));
     let submit_from = |first: u64| {
         for i in (first..tasks).step_by(submitters as usize) {
@@ -233,6 +320,9 @@ fn run_batch<P: Peer + Sync>(
             });
         }
     };
+    // The CPU clock is read outside the wall-clock span: a read costs well under a microsecond,
+    // nothing beside a batch of thousands of tasks.
+    let cpu_before = process_cpu_ns();
     let start = Instant::now();
     if submitters == 1 {
         submit_from(0);
@@ -246,7 +336,9 @@ fn run_batch<P: Peer + Sync>(
         });
     }
     completion.wait(STALL_LIMIT)?;
-    Ok((start.elapsed(), completion))
+    let elapsed = start.elapsed();
+    let cpu_ns = cpu_before.zip(process_cpu_ns());
+    Ok(Batch { elapsed, cpu_ns, completion })
 }
 
 /// `iterations` dependent multiply-adds the optimizer cannot remove: a task's own work, with no
@@ -348,6 +440,44 @@ mod tests {
     }
 
     #[test]
+    fn cpu_per_task_is_the_cpu_time_between_two_readings_over_the_tasks() {
+        // Recorded readings: 1.5 s of process CPU time for a million tasks is 1500 ns each.
+        let per_task = cpu_ns_per_task(4_000_000_000, 5_500_000_000, 1_000_000).unwrap();
+        assert!((per_task - 1_500.0).abs() < 1e-9, "{per_task}");
+        assert_eq!(cpu_ns_per_task(7, 7, 10), Some(0.0));
+        assert_eq!(cpu_ns_per_task(0, 1_000, 0), None, "no tasks");
+        assert_eq!(cpu_ns_per_task(1_000, 999, 10), None, "a clock that went backwards");
+    }
+
+    #[test]
+    fn only_the_throughput_workloads_have_a_cpu_table() {
+        let config = Config {
+            threads: 2,
+            cpus: 2,
+            rounds: 1,
+            roundtrips: 10,
+            tasks: 1_000_000,
+            task_work: (0, 0),
+            peers: Vec::new(),
+        };
+        assert_eq!(Workload::Roundtrip.cpu_title(&config), None);
+        assert_eq!(
+            Workload::Throughput.cpu_title(&config).unwrap(),
+            "throughput (CPU): CPU ns per task, 1000000 tiny fire-and-forget tasks from one thread \
+             (all threads of the process; lower is better)"
+        );
+        assert!(Workload::Throughput2.cpu_title(&config).unwrap().starts_with(
+            "throughput-2 (CPU): CPU ns per task, 1000000 tiny fire-and-forget tasks from two threads at once"
+        ));
+        // The wall-clock titles are quoted by the results file: unchanged.
+        assert_eq!(
+            Workload::Throughput.title(&config),
+            "throughput: million tasks/s, 1000000 tiny fire-and-forget tasks from one thread, \
+             until all have run (higher is better)"
+        );
+    }
+
+    #[test]
     fn a_stalled_batch_fails_instead_of_hanging() {
         let completion = Completion::new(3);
         completion.finish_one();
@@ -370,11 +500,17 @@ mod tests {
             peers: PeerKind::ALL.to_vec(),
         };
         for workload in Workload::ALL {
-            let values = run_rounds(workload, &config).unwrap();
-            assert_eq!(values.len(), PeerKind::ALL.len());
-            for (peer, values) in PeerKind::ALL.iter().zip(&values) {
+            let rounds = run_rounds(workload, &config).unwrap();
+            assert_eq!(rounds.values.len(), PeerKind::ALL.len());
+            assert_eq!(rounds.cpu_ns_per_task.len(), PeerKind::ALL.len());
+            let with_cpu = usize::from(workload.cpu_title(&config).is_some());
+            for ((peer, values), cpu) in PeerKind::ALL.iter().zip(&rounds.values).zip(&rounds.cpu_ns_per_task)
+            {
                 assert_eq!(values.len(), 1, "{}", peer.name());
                 assert!(values[0].is_finite() && values[0] > 0.0, "{}: {values:?}", peer.name());
+                // The process CPU clock is readable on Linux: one value per throughput round.
+                assert_eq!(cpu.len(), with_cpu, "{}: {cpu:?}", peer.name());
+                assert!(cpu.iter().all(|ns| ns.is_finite() && *ns >= 0.0), "{}: {cpu:?}", peer.name());
             }
         }
     }

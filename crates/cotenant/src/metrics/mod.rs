@@ -79,7 +79,8 @@ pub struct Metrics {
     pub rejected: u64,
     /// Counter: tasks that panicked (also counted in `completed`).
     pub panicked: u64,
-    /// Counter: decisions the controller made (one per period for dynamic policies).
+    /// Counter: decisions the controller made (one per period for dynamic policies; one per two
+    /// or four periods while a pool coasts: it runs every worker, alone, nothing to change).
     pub decisions: u64,
     /// Counter: periods in which sampling failed and the pool fell back to all its workers
     /// (every period of a dynamic pool on a system other than Linux, where there is nothing to

@@ -8,6 +8,7 @@
 //! | [`Policy::share`] | `share.rs` | seed 000 §5.2's formula, faithfully (locks in, see `docs/policy.md`) |
 //! | [`Policy::adaptive`] | `adaptive.rs` | cotenant's controller: contention, idle CPUs, fairness probes |
 //! | (adaptive) | `borrow_limit.rs` | between decisions: one more worker while a CPU is idle *now* |
+//! | (the controller) | `coast.rs` | how many periods until a pool's next sample: more while nothing changes |
 //! | (elastic pools) | `elastic_size.rs` | threads for blocking work: Ncpu × U × (1 + W/C), Little's law, hysteresis |
 //!
 //! Invariant: every decision is in `1..=sample.threads`, and a dynamic policy never exceeds
@@ -15,6 +16,7 @@
 
 mod adaptive;
 pub(crate) mod borrow_limit;
+pub(crate) mod coast;
 pub(crate) mod elastic_size;
 mod share;
 

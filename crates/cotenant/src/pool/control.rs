@@ -13,7 +13,10 @@
 //!    (no schedstat read); its upkeep still reads the workers' CPU clocks, which each worker
 //!    clears before it exits: a reading that races with an exit finds the clock gone (an
 //!    error, nothing taken back) or the hold already cleared. It unregisters once its workers
-//!    have exited.
+//!    have exited. A plain pool that coasts (it runs every worker, alone, its host tokens not
+//!    engaged, and its policy saw nothing to change) is sampled every two, then four periods
+//!    (`policy::coast`): waking up costs a busy host more than the work of a tick, and the
+//!    first period that is not calm brings the pool back to every period.
 //! 3. When every pool has been idle (nothing queued, no worker busy) for `NAP_AFTER_PERIODS`,
 //!    the thread naps until a submit to one of them wakes it: an idle process should not pay a
 //!    timer wake-up per clock tick (about 60 µs of CPU each on the VM of RESULTS.md). A submit
@@ -133,6 +136,8 @@ struct Entry {
     last_cap: Option<u32>,
     /// Consecutive periods without work (nothing queued, no busy worker).
     idle_periods: u32,
+    /// Periods until the pool's next sample (`policy::coast`: more than one while it coasts).
+    stride: u32,
     /// `/proc/self/task/<tid>/schedstat` per worker (empty: to be opened once every worker
     /// has started); `None` after one could not be opened or read, until they are opened
     /// again at `schedstat_retry_at`.
@@ -180,6 +185,7 @@ impl Entry {
             last: None,
             last_cap: None,
             idle_periods: 0,
+            stride: 1,
             schedstat: Some(Vec::new()),
             schedstat_retry_at: None,
             schedstat_failing: false,
@@ -383,10 +389,6 @@ fn control_loop() {
                 return true;
             }
             let Some(pool) = entry.pool.upgrade() else { return false };
-            entry.next_due += entry.period;
-            if entry.next_due <= now {
-                entry.next_due = now + entry.period; // we fell behind (suspended?): do not catch up
-            }
             // A bug in a tick must not leave every pool without a controller.
             let ticked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 if entry.upkeep_only() {
@@ -398,10 +400,18 @@ fn control_loop() {
                 }
             }));
             if ticked.is_err() {
+                entry.stride = 1;
                 warn_once(&format!(
                     "a controller tick of pool {:?} panicked; it keeps its target this period",
                     &*pool.name
                 ));
+            }
+            // Due again after `stride` periods: one, or more while the pool coasts
+            // (`policy::coast`), as the tick just decided.
+            let interval = entry.period.saturating_mul(entry.stride.max(1));
+            entry.next_due += interval;
+            if entry.next_due <= now {
+                entry.next_due = now + interval; // we fell behind (suspended?): do not catch up
             }
             pool.health_tick();
             true
@@ -429,6 +439,7 @@ fn control_loop() {
                     *last_totals = None;
                 }
                 entry.idle_periods = 0;
+                entry.stride = 1;
                 entry.next_due = now;
             }
         }

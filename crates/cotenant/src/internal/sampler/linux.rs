@@ -25,16 +25,15 @@ pub struct HostSampler {
     cpu_stat: Option<(PathBuf, File)>,
     tick_ns: u64,
     buf: Vec<u8>,
-    /// Readings left before the limits are read again (0: at the next one).
-    readings_until_limits: u32,
+    /// When the limits were last read (`None`: at the next reading).
+    limits_read_at: Option<Instant>,
 }
 
-/// The limits (online CPUs, cpusets, affinity, quotas) are read again at every this many
-/// readings, not at each: they change rarely (an operator's command, a container update), and
-/// re-reading them was four of a reading's dozen system calls, on the controller's wake-up
-/// that already costs a busy host most of its CPU (RESULTS.md, the controller's cost). At the
-/// default period a new limit is seen within 100 ms.
-pub const LIMITS_EVERY: u32 = 10;
+/// The limits (online CPUs, cpusets, affinity, quotas) are read again at the first reading
+/// this long after the last time, not at each: they change rarely (an operator's command, a
+/// container update), and re-reading them was four of a reading's dozen system calls. A new
+/// limit is seen within this time plus one period (or one coasting stride).
+pub const LIMITS_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl fmt::Debug for HostSampler {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -67,7 +66,7 @@ impl HostSampler {
             cpu_stat,
             tick_ns,
             buf: Vec::with_capacity(4096),
-            readings_until_limits: 0,
+            limits_read_at: None,
         })
     }
 
@@ -83,14 +82,13 @@ impl HostSampler {
     pub fn read(&mut self) -> Result<HostCounters, SampleError> {
         let at = Instant::now();
         let self_ns = process_cpu_ns()?;
-        if self.readings_until_limits == 0 {
+        if self.limits_read_at.is_none_or(|read| at.saturating_duration_since(read) >= LIMITS_EVERY) {
             // A failed refresh is tried again at the next reading.
             if let Err(e) = self.budget.refresh() {
                 return Err(SampleError(format!("cannot refresh the CPU budget: {e}")));
             }
-            self.readings_until_limits = LIMITS_EVERY;
+            self.limits_read_at = Some(at);
         }
-        self.readings_until_limits -= 1;
         let allowed = self.budget.allowed_set();
         let quota_cpus = (self.budget.binding() == Constraint::Quota).then(|| self.budget.limit());
         let online_cpus = self.budget.online().value().map_or(0, CpuSet::count);

@@ -30,6 +30,8 @@ pub(super) fn tick(
     tokens_upkeep(entry, pool);
     // Not engaged (alone on a default set): the neighbours are sized against as without tokens.
     let engaged = tokens.is_some_and(|t| t.is_engaged());
+    // One period to the next sample unless this tick decides that the pool coasts.
+    let stride = std::mem::replace(&mut entry.stride, 1);
     let ran_without_token = tokens.map_or(0, |t| t.ran_without.load(Ordering::Relaxed));
     let tokens_failed =
         ran_without_token != std::mem::replace(&mut entry.ran_without_token, ran_without_token);
@@ -100,6 +102,8 @@ pub(super) fn tick(
     };
     let fields = (entry.id, policy, &mut entry.state, &mut entry.last_cap);
     let (before, decision) = decide(fields, pool, &sample, recorder);
+    let calm = crate::policy::coast::is_calm(&decision, &sample, engaged || tokens_failed);
+    entry.stride = crate::policy::coast::next_stride(stride, calm);
     pool.borrow
         .set(policy.borrow_limit(&sample, &entry.state, delta.online_cpus) as usize, delta.online_cpus);
     if decision.target != before {
