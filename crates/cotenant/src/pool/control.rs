@@ -61,7 +61,8 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 
 /// Idle periods of every pool before the control thread naps.
 const NAP_AFTER_PERIODS: u32 = 10;
-/// The longest nap; bounds how stale a target can get if a wake-up were ever missed.
+/// How often a napping thread looks at its pools without a tick (a backstop against a missed
+/// wake-up: a pool with work, gone, added or elastic ends the nap).
 const NAP_MAX: Duration = Duration::from_secs(1);
 /// Set while the control thread naps (or is about to); submits wake it.
 static NAPPING: AtomicBool = AtomicBool::new(false);
@@ -83,7 +84,10 @@ fn nap(pools: &[Weak<Shared>]) {
     // Pairs with the fence of `Shared::push`: either the submitter sees NAPPING, or we see
     // its task here.
     std::sync::atomic::fence(Ordering::SeqCst);
-    let busy = pools.iter().filter_map(Weak::upgrade).any(|pool| pool.queued() > 0 || pool.running() > 0);
+    // A pool registered or gone since the list was taken (its nudge may have come before
+    // NAPPING was set) ends the nap at once, as does work.
+    let busy = lock_registry().entries.len() != pools.len()
+        || pools.iter().filter_map(Weak::upgrade).any(|pool| pool.queued() > 0 || pool.running() > 0);
     if !busy {
         let mut deadline = Instant::now() + NAP_MAX;
         let mut guard = guard;
@@ -99,7 +103,7 @@ fn nap(pools: &[Weak<Shared>]) {
                     live += 1;
                     !pool.is_elastic() && pool.queued() == 0 && pool.running() == 0
                 });
-                if !nap_on || live != pools.len() {
+                if !nap_on || live != pools.len() || lock_registry().entries.len() != pools.len() {
                     break;
                 }
                 deadline = now + NAP_MAX;
@@ -226,12 +230,17 @@ impl Registration {
     pub(crate) fn drain(&self) {
         if let Some(entry) = lock_registry().entries.iter_mut().find(|entry| entry.id == self.id) {
             entry.draining = true;
+            // The tokens' upkeep of a draining pool runs every period, coasting or not before.
+            entry.stride = 1;
         }
     }
 
     /// Removes the pool; once this returns the controller no longer touches it. Idempotent.
     pub(crate) fn unregister(&self) {
         lock_registry().entries.retain(|entry| entry.id != self.id);
+        // A napping thread looks at the registry again (it exits with the last pool, and
+        // removes the process's status record); called without the registry lock.
+        nudge();
     }
 }
 
@@ -417,8 +426,11 @@ fn control_loop() {
             true
         });
         // Step 5: the pools' counters read under the lock, the file written after it.
-        let record = publisher.due(now).then(|| Publisher::collect(&registry.entries));
-        let napping = registry.entries.iter().all(|entry| entry.idle_periods >= NAP_AFTER_PERIODS);
+        let napping = !registry.entries.is_empty()
+            && registry.entries.iter().all(|entry| entry.idle_periods >= NAP_AFTER_PERIODS);
+        // A process about to nap writes its record now, whenever the last was: what it leaves
+        // for `top` until the next submit says its pools are idle.
+        let record = (publisher.due(now) || napping).then(|| Publisher::collect(&registry.entries));
         let pools: Vec<Weak<Shared>> = if napping {
             registry.entries.iter().map(|entry| entry.pool.clone()).collect()
         } else {

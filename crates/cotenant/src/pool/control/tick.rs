@@ -102,7 +102,10 @@ pub(super) fn tick(
     };
     let fields = (entry.id, policy, &mut entry.state, &mut entry.last_cap);
     let (before, decision) = decide(fields, pool, &sample, recorder);
-    let calm = crate::policy::coast::is_calm(&decision, &sample, engaged || tokens_failed);
+    // A period without work is not calm: an idle pool is sampled every period, so that it
+    // reaches the nap after `NAP_AFTER_PERIODS` periods, not samples.
+    let calm = entry.idle_periods == 0
+        && crate::policy::coast::is_calm(&decision, &sample, engaged || tokens_failed);
     entry.stride = crate::policy::coast::next_stride(stride, calm);
     pool.borrow
         .set(policy.borrow_limit(&sample, &entry.state, delta.online_cpus) as usize, delta.online_cpus);
