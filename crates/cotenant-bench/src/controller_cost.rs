@@ -8,7 +8,11 @@
 //! 3. **Saturated**: the same, while this thread keeps resubmitting small busy tasks for the whole
 //!    window (the queue is bounded and blocks when full, so the pool stays saturated without the
 //!    queue growing): the controller may work harder when the pool is busy.
-//! 4. Report each as "% of one CPU" = CPU time / wall time.
+//! 4. **Saturated, cooperating**: the same again while a second default pool of this process
+//!    shares the default host-token set, so the measured pool is engaged (its workers take a
+//!    token per task) and its controller decides every period (an engaged pool never coasts,
+//!    `policy/coast.rs`). Where host tokens are unavailable, the row says why instead.
+//! 5. Report each as "% of one CPU" = CPU time / wall time.
 //!
 //! Beside the controller, the same windows measure a **wake-up floor**: a thread of this
 //! benchmark that wakes every controller period (a timed condition-variable wait, as the
@@ -66,7 +70,7 @@ pub fn run(seconds: f64, threads: usize, thread_name: &str) -> Result<(), String
     let measured = measure(&pool, window, thread_name, floor.tid);
     pool.shutdown();
     floor.stop();
-    let (tids, [idle, saturated, floor_idle, floor_saturated], tasks_run) = measured?;
+    let (tids, [idle, saturated, floor_idle, floor_saturated], tasks_run, cooperating) = measured?;
 
     let tids = tids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
     println!("## controller cost: thread `{thread_name}` (tid {tids}), adaptive pool of {threads} threads\n");
@@ -74,12 +78,17 @@ pub fn run(seconds: f64, threads: usize, thread_name: &str) -> Result<(), String
         "| thread | pool | window | CPU time (stat) | % of one CPU (stat) \
          | CPU time (schedstat) | % of one CPU (schedstat) |\n|---|---|---:|---:|---:|---:|---:|"
     );
-    for (thread, label, w) in [
+    let mut rows = vec![
         ("controller", "idle", &idle),
         ("controller", "saturated", &saturated),
         ("wake-up floor", "idle", &floor_idle),
         ("wake-up floor", "saturated", &floor_saturated),
-    ] {
+    ];
+    if let Cooperating::Measured { controller, floor, .. } = &cooperating {
+        rows.insert(2, ("controller", "saturated, cooperating", controller));
+        rows.push(("wake-up floor", "saturated, cooperating", floor));
+    }
+    for (thread, label, w) in rows {
         let wall = w.wall.as_secs_f64();
         let stat_seconds = w.ticks as f64 / ticks_per_second;
         let schedstat = match w.run_ns {
@@ -101,6 +110,13 @@ pub fn run(seconds: f64, threads: usize, thread_name: &str) -> Result<(), String
         100.0 / ticks_per_second / seconds
     );
     println!("Saturated: {tasks_run} busy tasks of {} µs ran during the window.", BUSY_TASK.as_micros());
+    match &cooperating {
+        Cooperating::Measured { tasks_run, token_takes, .. } => println!(
+            "Saturated, cooperating: a second default pool of this process shared the host-token set, so the \
+             measured pool was engaged; {tasks_run} busy tasks ran, {token_takes} host tokens were taken."
+        ),
+        Cooperating::Unavailable(why) => println!("Saturated, cooperating: not measured ({why})."),
+    }
     println!(
         "Wake-up floor: a thread that wakes every {:?} (the default controller period) and does nothing \
          else, measured in the same windows: what waking up alone costs on this host.",
@@ -147,30 +163,81 @@ impl Floor {
     }
 }
 
-/// Finds the controller, then measures the idle window and the saturated one, for the
-/// controller and for the wake-up floor's thread `floor`. Returns the controller's thread ids,
-/// the windows (controller idle, saturated; floor idle, saturated), and the number of busy
-/// tasks run while saturated.
+/// The saturated window with the measured pool's host tokens engaged, or why there is none.
+enum Cooperating {
+    Measured { controller: Window, floor: Window, tasks_run: u64, token_takes: u64 },
+    Unavailable(String),
+}
+
+/// How long the measured pool may take to engage once a second pool shares its set: the
+/// controller engages a gated pool at its next decision, at most four periods away when the
+/// pool coasts (`policy/coast.rs`).
+const ENGAGE_LIMIT: Duration = Duration::from_secs(2);
+
+/// Finds the controller, then measures the idle window, the saturated one and the saturated
+/// one with cooperation engaged, for the controller and for the wake-up floor's thread
+/// `floor`. Returns the controller's thread ids, the first windows (controller idle,
+/// saturated; floor idle, saturated), the number of busy tasks run while saturated, and the
+/// cooperating window.
 fn measure(
     pool: &cotenant::Pool,
     window: Duration,
     thread_name: &str,
     floor: u32,
-) -> Result<(Vec<u32>, [Window; 4], u64), String> {
+) -> Result<(Vec<u32>, [Window; 4], u64, Cooperating), String> {
     let tids = find_threads(thread_name)?;
     let [idle, floor_idle] = observe([&tids, &[floor]], || thread::sleep(window))?;
     let ran = Arc::new(AtomicU64::new(0));
-    let [saturated, floor_saturated] = observe([&tids, &[floor]], || {
-        let start = Instant::now();
-        while start.elapsed() < window {
-            let ran = Arc::clone(&ran);
-            pool.execute(move || {
-                busy_for(BUSY_TASK);
-                ran.fetch_add(1, Ordering::Relaxed);
-            });
+    let [saturated, floor_saturated] = observe([&tids, &[floor]], || saturate(pool, window, &ran))?;
+    let tasks_run = ran.load(Ordering::Relaxed);
+    let cooperating = cooperate(pool, window, &tids, floor)?;
+    Ok((tids, [idle, saturated, floor_idle, floor_saturated], tasks_run, cooperating))
+}
+
+/// Keeps `pool` saturated with small busy tasks for `window`, counting them in `ran`.
+fn saturate(pool: &cotenant::Pool, window: Duration, ran: &Arc<AtomicU64>) {
+    let start = Instant::now();
+    while start.elapsed() < window {
+        let ran = Arc::clone(ran);
+        pool.execute(move || {
+            busy_for(BUSY_TASK);
+            ran.fetch_add(1, Ordering::Relaxed);
+        });
+    }
+}
+
+/// The saturated window again, with a second default pool of this process sharing the default
+/// host-token set (a set is shared as soon as two pools use it, `tokens/set.rs`), so that the
+/// measured pool's workers take tokens and its controller does the cooperating work.
+fn cooperate(pool: &cotenant::Pool, window: Duration, tids: &[u32], floor: u32) -> Result<Cooperating, String> {
+    let state = pool.metrics().host_tokens;
+    if state != cotenant::metrics::TokenState::Alone {
+        return Ok(Cooperating::Unavailable(format!("the measured pool's host tokens are {}", state.as_str())));
+    }
+    let partner = cotenant::Pool::builder()
+        .threads(1)
+        .name("cost-partner")
+        .build()
+        .map_err(|e| format!("second cotenant pool: {e}"))?;
+    let start = Instant::now();
+    while pool.metrics().host_tokens != cotenant::metrics::TokenState::Engaged {
+        if start.elapsed() > ENGAGE_LIMIT {
+            let state = pool.metrics().host_tokens;
+            partner.shutdown();
+            return Ok(Cooperating::Unavailable(format!(
+                "the measured pool did not engage within {ENGAGE_LIMIT:?} of a second pool joining its set (still {})",
+                state.as_str()
+            )));
         }
-    })?;
-    Ok((tids, [idle, saturated, floor_idle, floor_saturated], ran.load(Ordering::Relaxed)))
+        thread::sleep(Duration::from_millis(5));
+    }
+    let takes_before = pool.metrics().token_takes;
+    let ran = Arc::new(AtomicU64::new(0));
+    let windows = observe([tids, &[floor]], || saturate(pool, window, &ran));
+    let token_takes = pool.metrics().token_takes.saturating_sub(takes_before);
+    partner.shutdown();
+    let [controller, floor] = windows?;
+    Ok(Cooperating::Measured { controller, floor, tasks_run: ran.load(Ordering::Relaxed), token_takes })
 }
 
 /// The CPU time each group of threads accrues while `during` runs.

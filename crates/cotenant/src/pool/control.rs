@@ -77,6 +77,25 @@ pub(crate) fn nudge() {
     }
 }
 
+/// When a pool just ticked (due at `due`, ticked at `now`) is due again: `stride` periods
+/// later. A pool sampled every period keeps its own phase (`due + period`). A coasting pool
+/// (stride above one) is due at the next multiple of its interval since `epoch`, the control
+/// thread's start: pools that coast with the same period and stride are then sampled at the
+/// same instants and wake the thread once, not once each (two pools out of phase woke it 50
+/// times a second instead of 25). Either way a thread that fell behind (suspended?) does not
+/// catch up: the next due time is after `now`.
+fn next_due(due: Instant, now: Instant, period: Duration, stride: u32, epoch: Instant) -> Instant {
+    let interval = period.saturating_mul(stride.max(1));
+    if stride <= 1 || interval.is_zero() {
+        let next = due + interval;
+        return if next <= now { now + interval } else { next };
+    }
+    let since = now.saturating_duration_since(epoch).as_nanos();
+    let step = interval.as_nanos();
+    let grid = (since / step + 1) * step;
+    epoch + Duration::from_nanos(u64::try_from(grid).unwrap_or(u64::MAX))
+}
+
 /// Step 3: naps while no registered pool has work. Called without the registry lock.
 fn nap(pools: &[Weak<Shared>]) {
     let guard = NAP.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -318,6 +337,8 @@ pub(crate) const SAMPLER_RETRY: Duration = Duration::from_secs(1);
 pub(crate) const SAMPLER_REBUILD_AFTER: u32 = 100;
 
 fn control_loop() {
+    // The origin of the grid on which coasting pools are sampled (`next_due`).
+    let epoch = Instant::now();
     let mut running = RunningGuard { armed: true };
     let mut sampler: Option<HostSampler> = None;
     let mut sampler_error: Option<(crate::sampler::SampleError, Instant)> = None;
@@ -417,11 +438,7 @@ fn control_loop() {
             }
             // Due again after `stride` periods: one, or more while the pool coasts
             // (`policy::coast`), as the tick just decided.
-            let interval = entry.period.saturating_mul(entry.stride.max(1));
-            entry.next_due += interval;
-            if entry.next_due <= now {
-                entry.next_due = now + interval; // we fell behind (suspended?): do not catch up
-            }
+            entry.next_due = next_due(entry.next_due, now, entry.period, entry.stride, epoch);
             pool.health_tick();
             true
         });

@@ -154,3 +154,31 @@ fn the_first_reading_only_sets_the_baseline() {
     assert_eq!(pool.metrics().decisions, 1);
     assert!((1..=2).contains(&pool.target()));
 }
+
+#[test]
+fn a_pool_sampled_every_period_keeps_its_phase_and_never_catches_up() {
+    let epoch = Instant::now();
+    let ms = |n: u64| Duration::from_millis(n);
+    let period = ms(10);
+    // On time: one period after its due time, whatever the instant it ticked at.
+    assert_eq!(next_due(epoch + ms(13), epoch + ms(14), period, 1, epoch), epoch + ms(23));
+    // Fell behind by more than a period: one period from now, not a burst of catch-up ticks.
+    assert_eq!(next_due(epoch + ms(13), epoch + ms(40), period, 1, epoch), epoch + ms(50));
+}
+
+#[test]
+fn coasting_pools_with_the_same_stride_are_due_at_the_same_instants() {
+    let epoch = Instant::now();
+    let ms = |n: u64| Duration::from_millis(n);
+    let period = ms(10);
+    // Two pools out of phase (due at 13 and 17 ms), both coasting at four periods: the next
+    // multiple of 40 ms after each tick, so both at 40 ms, then both at 80 ms.
+    let first = next_due(epoch + ms(13), epoch + ms(13), period, 4, epoch);
+    let second = next_due(epoch + ms(17), epoch + ms(17), period, 4, epoch);
+    assert_eq!((first, second), (epoch + ms(40), epoch + ms(40)));
+    assert_eq!(next_due(first, first, period, 4, epoch), epoch + ms(80));
+    // Stride two lands on every other multiple of 20 ms, which includes those of 40 ms.
+    assert_eq!(next_due(epoch + ms(41), epoch + ms(41), period, 2, epoch), epoch + ms(60));
+    // Always after now, even ticked exactly on a grid point.
+    assert!(next_due(epoch + ms(80), epoch + ms(80), period, 4, epoch) > epoch + ms(80));
+}

@@ -102,11 +102,16 @@ pub(super) fn tick(
     };
     let fields = (entry.id, policy, &mut entry.state, &mut entry.last_cap);
     let (before, decision) = decide(fields, pool, &sample, recorder);
-    // A period without work is not calm: an idle pool is sampled every period, so that it
-    // reaches the nap after `NAP_AFTER_PERIODS` periods, not samples.
-    let calm = entry.idle_periods == 0
-        && crate::policy::coast::is_calm(&decision, &sample, engaged || tokens_failed);
-    entry.stride = crate::policy::coast::next_stride(stride, calm);
+    let calm_here = crate::policy::coast::is_calm(&decision, &sample, !tokens_failed);
+    // Engaged tokens let the pool coast only while nobody waits for one: two `semctl`s, read
+    // only when the period is otherwise calm.
+    let waiting = match tokens {
+        Some(tokens) if calm_here && engaged => tokens.set().waiting().ok(),
+        _ => Some(0),
+    };
+    let calm = calm_here && crate::policy::coast::tokens_quiet(engaged, tokens_failed, waiting);
+    let coasts = crate::policy::coast::may_coast(entry.idle_periods, super::NAP_AFTER_PERIODS, calm);
+    entry.stride = crate::policy::coast::next_stride(stride, coasts);
     pool.borrow
         .set(policy.borrow_limit(&sample, &entry.state, delta.online_cpus) as usize, delta.online_cpus);
     if decision.target != before {
