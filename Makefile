@@ -36,9 +36,10 @@ unit:
 	$(CARGO) test --workspace --locked
 
 # loom models (crates/cotenant/src/pool/tests/loom_*.rs: the pool's park/wake protocol, Task
-# as a future and joined, borrowing, elastic retirement, the CPU budget's refill) and of
-# wait::Signal/Event (crates/cotenant/src/wait/loom_event.rs), built in their own target
-# directory so they do not invalidate the normal build. `pool::loom_` selects every pool model.
+# as a future and joined, borrowing, elastic retirement, the CPU budget's refill, a spawned
+# future's run state) and of wait::Signal/Event (crates/cotenant/src/wait/loom_event.rs), built
+# in their own target directory so they do not invalidate the normal build. `pool::loom_`
+# selects every pool model.
 loom:
 	RUSTFLAGS="--cfg loom" $(CARGO) test --locked -p cotenant --lib --release --target-dir target/loom -- pool::loom_ wait::loom_event
 

@@ -209,10 +209,18 @@ fn saturate(pool: &cotenant::Pool, window: Duration, ran: &Arc<AtomicU64>) {
 /// The saturated window again, with a second default pool of this process sharing the default
 /// host-token set (a set is shared as soon as two pools use it, `tokens/set.rs`), so that the
 /// measured pool's workers take tokens and its controller does the cooperating work.
-fn cooperate(pool: &cotenant::Pool, window: Duration, tids: &[u32], floor: u32) -> Result<Cooperating, String> {
+fn cooperate(
+    pool: &cotenant::Pool,
+    window: Duration,
+    tids: &[u32],
+    floor: u32,
+) -> Result<Cooperating, String> {
     let state = pool.metrics().host_tokens;
     if state != cotenant::metrics::TokenState::Alone {
-        return Ok(Cooperating::Unavailable(format!("the measured pool's host tokens are {}", state.as_str())));
+        return Ok(Cooperating::Unavailable(format!(
+            "the measured pool's host tokens are {}",
+            state.as_str()
+        )));
     }
     let partner = cotenant::Pool::builder()
         .threads(1)

@@ -19,7 +19,7 @@
 //! | module | what it owns |
 //! |---|---|
 //! | [`cpus`] | [`cpus::Limit`]: the CPU count, every source it came from, cheap refresh |
-//! | [`pool`] | [`Pool`], [`Builder`], [`Task`], [`Full`]: the friendly pool |
+//! | [`pool`] | [`Pool`], [`Builder`], [`Task`], [`Full`]: the friendly pool, for closures and futures ([`Pool::spawn_future`], [`block_on()`]) |
 //! | [`policy`] | [`Policy`]: pure decisions from a [`policy::Sample`] |
 //! | [`metrics`] | [`Metrics`]: a pool's counters and task-time histograms, Display; [`metrics::Registry`]: every pool, the CPU limit and the token sets as one Prometheus exposition |
 //! | [`health`] | four pool health alerts over a sliding window (pure), from "Thread Pool Sizing and the Contention Cliff" |
@@ -56,6 +56,7 @@
 #[cfg(not(loom))]
 pub mod advisor;
 mod affinity;
+mod block_on;
 pub mod cpus;
 pub mod health;
 #[doc(hidden)]
@@ -77,6 +78,7 @@ use internal::sampler;
 #[cfg_attr(loom, allow(unused_imports))] // the budget's pool is compiled out of loom builds
 use internal::{bandwidth, procfs};
 
+pub use block_on::block_on;
 pub use cpus::Rounding;
 
 /// The old name of [`cpus::Limit`] ("budget" also named the CPU-time quota of

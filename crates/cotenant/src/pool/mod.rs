@@ -11,6 +11,7 @@
 //! | `shared.rs` | the state shared by the pool, its workers and the controller; push, [`Full`], close |
 //! | `snapshot.rs` | that state read into [`Metrics`], and the health alerts' window |
 //! | `task.rs` | [`Task`] (joined, polled with `try_join`, awaited as a future) and [`JoinError`]: a task's result, panic or cancellation |
+//! | `future_task.rs`, `future_task/` | [`Pool::spawn_future`]: a spawned future, its waker, where each poll runs; `state.rs`: its run state (no lost, no doubled wake-up) |
 //! | `scope.rs` | [`Pool::scope`] and [`Scope`]: tasks that borrow from the stack; [`Pool::join`] |
 //! | `idle.rs` | [`Pool::wait_idle`] (idle accounting) and [`Pool::shutdown_timeout`] |
 //! | `queue.rs` | the bounded MPMC queue |
@@ -32,6 +33,8 @@ pub(crate) mod control;
 #[cfg(not(loom))]
 mod elastic;
 mod error;
+#[cfg(not(loom))]
+mod future_task;
 #[cfg(not(loom))]
 mod host_tokens;
 #[cfg(not(loom))]
@@ -56,6 +59,13 @@ mod loom_budget;
 #[cfg(all(test, loom))]
 #[path = "tests/loom_elastic.rs"]
 mod loom_elastic;
+// The executor is not compiled under loom; its run state is, for its model.
+#[cfg(all(test, loom))]
+#[path = "future_task/state.rs"]
+mod future_state;
+#[cfg(all(test, loom))]
+#[path = "tests/loom_future.rs"]
+mod loom_future;
 #[cfg(all(test, loom))]
 #[path = "tests/loom_protocol.rs"]
 mod loom_protocol;
@@ -92,7 +102,8 @@ pub use task::{JoinError, Panic, Task};
 ///
 /// Besides `'static` tasks ([`spawn`](Pool::spawn), [`execute`](Pool::execute)), a pool runs
 /// tasks that borrow from the caller's stack ([`scope`](Pool::scope), [`join`](Pool::join)),
-/// and [`wait_idle`](Pool::wait_idle) waits for its tasks without shutting it down.
+/// futures ([`spawn_future`](Pool::spawn_future)), and [`wait_idle`](Pool::wait_idle) waits
+/// for its tasks without shutting it down.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
@@ -167,6 +178,64 @@ impl Pool {
                 failed_task(error)
             }
         }
+    }
+
+    /// Runs `future` on the pool's workers and returns the handle to its output: a [`Task`],
+    /// joined, or awaited from any executor (another future of this pool, say, or
+    /// [`block_on`](fn@crate::block_on)).
+    ///
+    /// Only the pool's allowed workers poll it, so the target, the cooperation with the
+    /// neighbours, the quota and the host CPU tokens apply to it exactly as to a closure. Each
+    /// poll of a future counts as one task in [`metrics`](Pool::metrics) (`completed`, the
+    /// queue-wait and run-time histograms): a future that waits three times counts four. Its
+    /// waker queues the next poll: woken while it is being polled, the future is polled again
+    /// once that poll returns `Pending`; woken several times before its next poll, it is
+    /// polled once; it is never polled by two threads at once.
+    ///
+    /// The first poll is queued under the pool's [`Full`] policy, as [`spawn`](Pool::spawn)
+    /// queues a closure (refused: [`JoinError::Rejected`]). A poll after a wake-up is never
+    /// refused for lack of room: on one of this pool's workers it runs on that thread, right
+    /// after the poll in progress there if any (counted in [`Metrics::caller_ran`]); on any
+    /// other thread the waker waits for room, as a blocked submitter does.
+    ///
+    /// A panic in the future fails its `Task` with [`JoinError::Panicked`] and is counted in
+    /// [`Metrics::panicked`]. A future blocks its worker for as long as one poll runs: await,
+    /// do not block (no `std::thread::sleep`, no [`block_on`](fn@crate::block_on) inside it).
+    /// Futures that use tokio's sockets or timers need tokio's runtime entered while they are
+    /// polled (the crate's README shows the pattern).
+    ///
+    /// Shutting down: [`shutdown`](Pool::shutdown) lets the polls already queued run; a future
+    /// still waiting for a wake-up then is cancelled when it is next woken, or when its last
+    /// waker is dropped (nothing could poll it any more); [`shutdown_now`](Pool::shutdown_now)
+    /// cancels the queued polls too. A cancelled future is dropped, and its `Task` fails with
+    /// [`JoinError::Cancelled`]. A future whose every waker is dropped while the pool runs is
+    /// dropped and cancelled the same way. [`wait_idle`](Pool::wait_idle) waits for the polls
+    /// queued or running, not for futures waiting for a wake-up.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let pool = Arc::new(cotenant::Pool::builder().policy(cotenant::Policy::fixed(2)).build().unwrap());
+    /// let answer = pool.spawn_future(async { 6 * 7 });
+    /// assert_eq!(cotenant::block_on(answer).unwrap(), 42);
+    /// // A future awaits other tasks of the pool without holding a worker while it waits.
+    /// let inner = pool.clone();
+    /// let total = pool.spawn_future(async move {
+    ///     let sum = inner.spawn(|| (1..=10u64).sum::<u64>()).await?;
+    ///     let more = inner.spawn_future(async { 45u64 }).await?;
+    ///     Ok::<u64, cotenant::JoinError>(sum + more)
+    /// });
+    /// assert_eq!(cotenant::block_on(total).unwrap().unwrap(), 100);
+    /// ```
+    ///
+    /// [`Metrics::caller_ran`]: crate::Metrics::caller_ran
+    /// [`Metrics::panicked`]: crate::Metrics::panicked
+    #[cfg(not(loom))]
+    pub fn spawn_future<F>(&self, future: F) -> Task<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        future_task::spawn_future(&self.shared, self.address(), future)
     }
 
     /// Queues `f` without a handle. A panic in `f` is caught, counted in

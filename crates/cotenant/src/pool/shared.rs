@@ -347,8 +347,9 @@ impl Shared {
         self.idle_changed.notify_all();
     }
 
-    /// Waits for room in the queue (`Full::Block`); rejected if the pool closes meanwhile.
-    fn push_blocking(&self, mut job: Job) -> Result<(), JoinError> {
+    /// Waits for room in the queue (`Full::Block`, and a woken future's poll off the pool's
+    /// workers: `future_task.rs`); rejected if the pool closes meanwhile.
+    pub(super) fn push_blocking(&self, mut job: Job) -> Result<(), JoinError> {
         loop {
             self.blocked.fetch_add(1, Ordering::SeqCst);
             let guard = lock(&self.blocked_lock);
@@ -389,7 +390,10 @@ impl Shared {
     /// and the workers pop until the queue is empty; one of those pops leaves it at most half
     /// full and sees `blocked` (the fence pairs with `push_blocking`'s registration).
     pub(super) fn after_pop(&self) {
-        if self.on_full != Full::Block {
+        // A pool that never blocks its submitters still has blocked wakers: a thread outside
+        // the pool that woke a spawned future while the queue was full (`future_task.rs`). A
+        // stale 0 read here only delays that waker to its next timed retry.
+        if self.on_full != Full::Block && self.blocked.load(Ordering::Relaxed) == 0 {
             return;
         }
         fence(Ordering::SeqCst);

@@ -27,8 +27,9 @@ use crate::wait::{spin_then_yield, Backoff};
 pub enum JoinError {
     /// The task panicked.
     Panicked(Panic),
-    /// The task was accepted but never ran: `shutdown_now` removed it from the queue. (Dropping
-    /// a pool is a graceful shutdown: queued tasks run.)
+    /// The task was accepted but did not finish: `shutdown_now` removed it from the queue, or a
+    /// spawned future was dropped before it completed (its pool shut down while it waited for a
+    /// wake-up). (Dropping a pool is a graceful shutdown: queued tasks run.)
     Cancelled,
     /// The pool refused the task: its queue was full and its [`Full`](crate::Full) policy is
     /// `Reject`, or the pool was shutting down.

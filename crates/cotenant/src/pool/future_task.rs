@@ -1,0 +1,306 @@
+//! Futures on the pool's workers ([`Pool::spawn_future`](super::Pool::spawn_future)): a
+//! spawned future, its run state and its waker; a poll is one job of the pool's queue.
+//!
+//! A spawned future lives in a `FutureTask` behind an `Arc`: its [`RunState`] (the protocol of
+//! `future_task/state.rs`, checked by the loom model `pool/tests/loom_future.rs`), the future
+//! itself with the completer of its [`Task`], and a weak handle to the pool. The task's waker
+//! is that `Arc` (`std::task::Wake`): a wake-up that finds the task idle queues one job that
+//! polls it once; a wake-up during a poll makes the poller queue it again when the poll returns
+//! `Pending`; any other wake-up is already covered by the poll to come. So a woken future is
+//! polled again, never twice at once, and never lost.
+//!
+//! **Where a poll goes.** The first poll is submitted like a closure (`Shared::submit`: the
+//! pool's [`Full`](super::Full) policy). A poll after a wake-up is never refused for lack of
+//! room, since the future was already accepted: `Shared::push`, and if the queue is full, on a
+//! worker of this pool the poll runs on that thread (counted as a task run by its caller), after
+//! the poll in progress if there is one (the thread-local `DEFERRED` list, drained by the
+//! outermost poll: polls never nest by way of a wake-up, so a chain of wake-ups cannot grow
+//! the stack); on any other thread the waker waits for room (`Shared::push_blocking`), as a
+//! blocked submitter does. A worker must not wait there: it may be the only one allowed to run.
+//!
+//! **Cancellation.** The job carries a `Scheduled` guard, the right to poll the task once;
+//! dropped unrun (the pool shut down before the poll was queued, or `shutdown_now` drained the
+//! queue), it marks the task done and drops the future, whose completer then resolves the
+//! `Task` as [`JoinError::Cancelled`]. A future nobody can wake any more (its last waker
+//! dropped) is dropped with its `FutureTask`, with the same result.
+//!
+//! **Why a weak handle to the pool.** A waker can outlive the pool (kept by a timer, a socket,
+//! another runtime); a strong one would keep the pool's state, and its entry in a metrics
+//! registry, alive after the pool was dropped. A wake-up after that cancels the task.
+
+mod state;
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll, Wake, Waker};
+
+use super::shared::{Refused, Shared};
+use super::task::{failed_task, task_pair_in, Completer, Job, Outcome};
+use super::{JoinError, Panic, Task};
+use crate::sync::Ordering;
+use state::{AfterPoll, RunState, WakeAction};
+
+/// A spawned future and what it needs to be polled, woken and finished.
+struct FutureTask<F: Future> {
+    state: RunState,
+    /// The pool that polls it (weak: see the module's comment).
+    pool: Weak<Shared>,
+    /// The future and its `Task`'s completer, until it completes, panics or is cancelled.
+    /// Locked only by the thread that owns the task's poll (RUNNING) or its cancellation
+    /// (SCHEDULED), so never contended.
+    running: Mutex<Option<Running<F>>>,
+}
+
+/// A future that has not finished, and the completer of its `Task`.
+struct Running<F: Future> {
+    /// Boxed so that it stays pinned without unsafe code (the `Arc` would pin it too, but
+    /// reaching it through the lock would need `Pin::new_unchecked`). Declared first: dropped
+    /// before the completer, so a cancelled `Task` resolves after the future's own drop ran.
+    future: Pin<Box<F>>,
+    completer: Completer<F::Output>,
+}
+
+/// Queues `future` on the pool whose state is `shared` (at `address`, for `Task::join`'s help)
+/// under the pool's [`Full`](super::Full) policy, as `Pool::spawn` does a closure.
+pub(super) fn spawn_future<F>(shared: &Arc<Shared>, address: usize, future: F) -> Task<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (task, completer) = task_pair_in(address);
+    let spawned = Arc::new(FutureTask {
+        state: RunState::scheduled(),
+        pool: Arc::downgrade(shared),
+        running: Mutex::new(Some(Running { future: Box::pin(future), completer })),
+    });
+    match shared.submit(Scheduled::into_job(spawned)) {
+        Ok(()) => task,
+        // The refused job was dropped, which resolved `task` as Cancelled; say Rejected.
+        Err(error) => {
+            drop(task);
+            failed_task(error)
+        }
+    }
+}
+
+impl<F: Future> FutureTask<F> {
+    /// Marks the task done and drops the future (outside the lock: its drop may wake or drop
+    /// wakers of this very task), then the completer, which resolves the `Task` as
+    /// `Cancelled`. Called only by the owner of the task's next poll (a `Scheduled` dropped
+    /// unrun, or a waker that found the pool gone).
+    fn cancel(&self) {
+        self.state.finish();
+        let running = self.running.lock().unwrap_or_else(PoisonError::into_inner).take();
+        // A future whose drop panics: the completer, a later field, is dropped all the same
+        // while unwinding, so the Task still resolves. The panic goes no further: this runs
+        // where a job is dropped (a shutdown, a refused wake-up), not inside a task.
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(running)));
+    }
+}
+
+impl<F> Wake for FutureTask<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn wake(self: Arc<Self>) {
+        if self.state.wake() == WakeAction::Enqueue {
+            requeue(self);
+        }
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.state.wake() == WakeAction::Enqueue {
+            requeue(Arc::clone(self));
+        }
+    }
+}
+
+/// The right to poll a task once, held by whoever moved it to SCHEDULED and carried by the
+/// job that polls it. Dropped without being run, it cancels the task (see the module's comment).
+/// (An `Option` only so that `run` can take the task out; it is `Some` until then.)
+struct Scheduled<F: Future>(Option<Arc<FutureTask<F>>>);
+
+impl<F> Scheduled<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    /// The job that polls `task` once (one word of closure: stored in the queue's slot).
+    fn into_job(task: Arc<FutureTask<F>>) -> Job {
+        let scheduled = Scheduled(Some(task));
+        Job::from_fn(move || scheduled.run())
+    }
+
+    fn run(mut self) -> Outcome {
+        match self.0.take() {
+            Some(task) => poll_job(task),
+            None => Outcome::Completed,
+        }
+    }
+}
+
+impl<F: Future> Drop for Scheduled<F> {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.cancel();
+        }
+    }
+}
+
+thread_local! {
+    /// Whether this thread is inside a poll of a spawned future now (of any pool).
+    static POLLING: Cell<bool> = const { Cell::new(false) };
+    /// Polls of this pool's futures woken on this worker while the queue was full and a poll
+    /// was in progress: run in order by the outermost poll, right after its own.
+    static DEFERRED: RefCell<VecDeque<(Arc<Shared>, Job)>> = const { RefCell::new(VecDeque::new()) };
+}
+
+/// A job's body: one poll of `task`, then, if no other poll is in progress on this thread,
+/// the polls deferred during it.
+fn poll_job<F>(task: Arc<FutureTask<F>>) -> Outcome
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    /// Clears the flag however the poll ends (the future's panics are caught; this is for
+    /// anything else).
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            let _ = POLLING.try_with(|polling| polling.set(false));
+        }
+    }
+    // `try_with`: a wake-up may come from a thread-local's destructor as a thread exits.
+    let outermost = POLLING.try_with(|polling| !polling.replace(true)).unwrap_or(false);
+    let leave = outermost.then_some(Leave);
+    let outcome = poll_once(&task);
+    drop(task);
+    if outermost {
+        // Each deferred poll sees the flag set, so what it defers in turn is run here too.
+        while let Some((shared, job)) = take_deferred() {
+            shared.run_on_caller(job);
+        }
+    }
+    drop(leave);
+    outcome
+}
+
+/// The oldest poll deferred on this thread, if any.
+fn take_deferred() -> Option<(Arc<Shared>, Job)> {
+    DEFERRED.try_with(|deferred| deferred.borrow_mut().pop_front()).ok().flatten()
+}
+
+/// Polls `task` once with its own waker, and finishes it if it completed or panicked.
+fn poll_once<F>(task: &Arc<FutureTask<F>>) -> Outcome
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    if !task.state.start() {
+        return Outcome::Completed; // not produced by the protocol: only a SCHEDULED task is polled
+    }
+    let waker = Waker::from(Arc::clone(task));
+    let mut cx = Context::from_waker(&waker);
+    // The future's panics are caught inside the lock, so none poisons it; taken over anyway if
+    // it is (what it guards is only ever replaced whole).
+    let mut running = task.running.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(current) = running.as_mut() else {
+        task.state.finish();
+        return Outcome::Completed; // not produced by the protocol: a task leaves only when done
+    };
+    let polled = catch_unwind(AssertUnwindSafe(|| current.future.as_mut().poll(&mut cx)));
+    let result = match polled {
+        Ok(Poll::Pending) => {
+            // Released first: once the state says IDLE, a waker may queue a poll at once.
+            drop(running);
+            if task.state.after_pending() == AfterPoll::Requeue {
+                requeue(Arc::clone(task)); // woken during the poll: polled again, once
+            }
+            return Outcome::Completed;
+        }
+        Ok(Poll::Ready(value)) => Ok(value),
+        Err(payload) => Err(payload),
+    };
+    let finished = running.take();
+    drop(running);
+    task.state.finish(); // before the future's drop: a wake-up from that drop does nothing
+    let Some(Running { future, completer }) = finished else {
+        return Outcome::Completed; // unreachable: `current` was there
+    };
+    // The future is dropped before its Task resolves, as a closure's captures are gone when
+    // its Task resolves; a panic in that drop is the task's panic, as it would be a closure's.
+    let result = match (result, catch_unwind(AssertUnwindSafe(move || drop(future)))) {
+        (Ok(value), Ok(())) => Ok(value),
+        (Ok(value), Err(payload)) => {
+            drop(value);
+            Err(payload)
+        }
+        // The poll's panic is the one reported; a second one, from the drop, is dropped.
+        (Err(payload), _) => Err(payload),
+    };
+    match result {
+        Ok(value) => {
+            completer.resolve(Ok(value));
+            Outcome::Completed
+        }
+        Err(payload) => {
+            completer.resolve(Err(JoinError::Panicked(Panic::new(payload))));
+            Outcome::Panicked
+        }
+    }
+}
+
+/// Queues the poll of a woken task (the caller owns that poll: it moved the task to
+/// SCHEDULED); cancels it if its pool is gone.
+fn requeue<F>(task: Arc<FutureTask<F>>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match task.pool.upgrade() {
+        Some(shared) => route(&shared, Scheduled::into_job(task)),
+        // The pool was dropped and its workers have exited: nothing will poll the task again.
+        None => task.cancel(),
+    }
+}
+
+/// Where a woken task's poll goes (see the module's comment): the queue; when it is full, this
+/// thread if it is one of the pool's workers, else a wait for room; dropped (which cancels the
+/// task) if the pool has shut down.
+fn route(shared: &Arc<Shared>, job: Job) {
+    let job = match shared.push(job) {
+        Ok(()) => return,
+        Err(Refused::ShutDown(job)) => {
+            shared.rejected.fetch_add(1, Ordering::Relaxed);
+            drop(job); // cancels the task
+            return;
+        }
+        Err(Refused::Full(job)) => job,
+    };
+    if !shared.is_own_worker() {
+        // Refused only if the pool shuts down meanwhile: the job is dropped, the task cancelled.
+        let _ = shared.push_blocking(job);
+        return;
+    }
+    if POLLING.try_with(Cell::get).unwrap_or(false) {
+        let mut job = Some(job);
+        let _ = DEFERRED.try_with(|deferred| {
+            if let Some(job) = job.take() {
+                deferred.borrow_mut().push_back((Arc::clone(shared), job));
+            }
+        });
+        // Deferred: the outermost poll on this thread runs it. Else the list is gone (the
+        // thread is exiting): run it now.
+        if let Some(job) = job {
+            shared.run_on_caller(job);
+        }
+        return;
+    }
+    // Its own poll sets the flag and runs what it defers.
+    shared.run_on_caller(job);
+}

@@ -1,0 +1,333 @@
+//! Futures on the pool (`Pool::spawn_future`) and `cotenant::block_on`, checked without timing:
+//! values, panics, wake-ups (from the future itself, from another thread while it is polled
+//! or queued: one more poll each, never lost), a full queue, nested futures, shutdown. Every
+//! wait is on an event (a channel, a counter); the one deadline is a generous guard against
+//! a hang, never a measurement.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use cotenant::{block_on, Full, JoinError, JoinTimeoutError, Policy, Pool};
+
+fn fixed(n: usize) -> cotenant::Builder {
+    Pool::builder().policy(Policy::fixed(n))
+}
+
+/// Blocks the pool's only worker until the returned sender is dropped; returns once it runs.
+fn occupy_one(pool: &Pool) -> (cotenant::Task<()>, mpsc::Sender<()>) {
+    let (started, running) = mpsc::channel::<()>();
+    let (release, gate) = mpsc::channel::<()>();
+    let task = pool.spawn(move || {
+        started.send(()).unwrap();
+        let _ = gate.recv();
+    });
+    running.recv().unwrap();
+    (task, release)
+}
+
+/// A waker kept where another thread can take it.
+type WakerSlot = Arc<Mutex<Option<Waker>>>;
+
+/// Pending the first `pending` polls, waking itself each time (`yield_now`'s idiom); counts
+/// its polls in `polls` and returns how many it had.
+struct WakesItself {
+    pending: usize,
+    mine: usize,
+    polls: Arc<AtomicUsize>,
+}
+
+impl WakesItself {
+    fn new(pending: usize, polls: &Arc<AtomicUsize>) -> WakesItself {
+        WakesItself { pending, mine: 0, polls: polls.clone() }
+    }
+}
+
+impl Future for WakesItself {
+    type Output = usize;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        self.mine += 1;
+        self.polls.fetch_add(1, Ordering::SeqCst);
+        if self.mine > self.pending {
+            return Poll::Ready(self.mine);
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+#[test]
+fn a_future_returns_its_value_through_join_and_await() {
+    let pool = fixed(2).build().unwrap();
+    assert_eq!(pool.spawn_future(async { 6 * 7 }).join().unwrap(), 42);
+    assert_eq!(block_on(pool.spawn_future(async { "awaited" })).unwrap(), "awaited");
+    pool.shutdown();
+    assert_eq!(pool.metrics().completed, 2, "one poll each");
+}
+
+fn failing() -> u8 {
+    panic!("future failed on purpose")
+}
+
+#[test]
+fn a_panicking_future_fails_its_task_with_the_message_and_the_worker_survives() {
+    let pool = fixed(1).build().unwrap();
+    let error = pool.spawn_future(async { failing() }).join().unwrap_err();
+    assert!(matches!(error, JoinError::Panicked(_)), "{error:?}");
+    assert_eq!(error.panic_message(), Some("future failed on purpose"));
+    // The only worker is still there.
+    assert_eq!(pool.spawn_future(async { 7 }).join().unwrap(), 7);
+    pool.shutdown();
+    let metrics = pool.metrics();
+    assert_eq!(metrics.panicked, 1);
+    assert_eq!(metrics.completed, 2);
+}
+
+#[test]
+fn a_future_that_wakes_itself_while_polled_is_polled_once_more_per_wake() {
+    let pool = fixed(2).build().unwrap();
+    for pending in [0, 1, 5, 50] {
+        let polls = Arc::new(AtomicUsize::new(0));
+        let task = pool.spawn_future(WakesItself::new(pending, &polls));
+        assert_eq!(task.join().unwrap(), pending + 1);
+        assert_eq!(polls.load(Ordering::SeqCst), pending + 1, "never lost, never doubled");
+    }
+    pool.shutdown();
+    // Each poll counts as one task.
+    assert_eq!(pool.metrics().completed, 1 + 2 + 6 + 51);
+}
+
+/// Its first poll leaves its waker in `slot`, says so on `polling`, and waits inside the poll
+/// until `woken` says another thread has woken it; the second poll completes.
+struct WokenDuringPoll {
+    slot: WakerSlot,
+    polling: mpsc::Sender<()>,
+    woken: mpsc::Receiver<()>,
+    polls: Arc<AtomicUsize>,
+}
+
+impl Future for WokenDuringPoll {
+    type Output = usize;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        let polls = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
+        if polls > 1 {
+            return Poll::Ready(polls);
+        }
+        *self.slot.lock().unwrap() = Some(cx.waker().clone());
+        self.polling.send(()).unwrap();
+        // Blocking in a poll holds the worker: done here only to hold the poll open while the
+        // other thread wakes the future.
+        self.woken.recv().unwrap();
+        Poll::Pending
+    }
+}
+
+#[test]
+fn wakes_from_another_thread_during_a_poll_lead_to_exactly_one_more_poll() {
+    let pool = fixed(1).build().unwrap();
+    let slot = WakerSlot::default();
+    let polls = Arc::new(AtomicUsize::new(0));
+    let (polling, is_polling) = mpsc::channel();
+    let (woken, was_woken) = mpsc::channel();
+    let task = pool.spawn_future(WokenDuringPoll {
+        slot: slot.clone(),
+        polling,
+        woken: was_woken,
+        polls: polls.clone(),
+    });
+    let waker = std::thread::spawn(move || {
+        is_polling.recv().unwrap();
+        let waker = slot.lock().unwrap().take().expect("the first poll left its waker");
+        waker.wake_by_ref();
+        waker.wake_by_ref();
+        waker.wake();
+        woken.send(()).unwrap();
+    });
+    assert_eq!(task.join().unwrap(), 2, "three wake-ups during the poll are one more poll");
+    waker.join().unwrap();
+    assert_eq!(polls.load(Ordering::SeqCst), 2);
+}
+
+/// Pending until `flag` is set; each pending poll leaves its waker in `slot` and says so on
+/// `stored`. Returns how many polls it had.
+struct Flagged {
+    flag: Arc<AtomicBool>,
+    slot: WakerSlot,
+    stored: mpsc::Sender<()>,
+    polls: Arc<AtomicUsize>,
+}
+
+impl Future for Flagged {
+    type Output = usize;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        let polls = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.flag.load(Ordering::SeqCst) {
+            return Poll::Ready(polls);
+        }
+        *self.slot.lock().unwrap() = Some(cx.waker().clone());
+        let _ = self.stored.send(());
+        Poll::Pending
+    }
+}
+
+#[test]
+fn wakes_from_another_thread_while_queued_lead_to_one_poll() {
+    let pool = fixed(1).build().unwrap();
+    let flag = Arc::new(AtomicBool::new(false));
+    let slot = WakerSlot::default();
+    let polls = Arc::new(AtomicUsize::new(0));
+    let (stored, was_stored) = mpsc::channel();
+    let task =
+        pool.spawn_future(Flagged { flag: flag.clone(), slot: slot.clone(), stored, polls: polls.clone() });
+    was_stored.recv().unwrap();
+    // The only worker runs the blocker once the first poll is over: the future is idle.
+    let (blocker, release) = occupy_one(&pool);
+    let waker = std::thread::spawn(move || {
+        flag.store(true, Ordering::SeqCst);
+        let waker = slot.lock().unwrap().take().expect("the first poll left its waker");
+        // The first wake-up queues the poll; the worker is busy, so the others find it queued.
+        for _ in 0..5 {
+            waker.wake_by_ref();
+        }
+    });
+    waker.join().unwrap();
+    assert_eq!(polls.load(Ordering::SeqCst), 1, "queued behind the blocker, not polled yet");
+    drop(release);
+    blocker.join().unwrap();
+    assert_eq!(task.join().unwrap(), 2, "five wake-ups while queued are one poll");
+    pool.shutdown();
+    assert_eq!(polls.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_thousand_self_waking_futures_complete_through_a_queue_of_four() {
+    // Requeues from the workers find the queue full most of the time: they run on the worker
+    // that woke them, never refused and never blocking it.
+    let pool = fixed(2).queue_capacity(4).on_full(Full::Block).build().unwrap();
+    let polls = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..1000).map(|_| pool.spawn_future(WakesItself::new(3, &polls))).collect();
+    for task in tasks {
+        assert_eq!(task.join().unwrap(), 4);
+    }
+    pool.shutdown();
+    assert_eq!(polls.load(Ordering::SeqCst), 4000);
+    let metrics = pool.metrics();
+    assert_eq!(metrics.completed, 4000, "each poll is one task, queued or run by its waker");
+    assert_eq!(metrics.rejected, 0);
+}
+
+#[test]
+fn under_reject_a_spawn_may_be_refused_but_a_wake_up_never_is() {
+    let pool = fixed(1).queue_capacity(2).on_full(Full::Reject).build().unwrap();
+    let polls = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..200).map(|_| pool.spawn_future(WakesItself::new(3, &polls))).collect();
+    let mut ran = 0;
+    for task in tasks {
+        match task.join() {
+            Ok(mine) => {
+                assert_eq!(mine, 4);
+                ran += 1;
+            }
+            Err(JoinError::Rejected) => {}
+            Err(other) => panic!("an accepted future must complete, got {other:?}"),
+        }
+    }
+    assert!(ran >= 1, "the first spawn found the queue empty");
+    pool.shutdown();
+    assert_eq!(polls.load(Ordering::SeqCst), 4 * ran, "a refused future is never polled");
+}
+
+#[test]
+fn a_future_awaits_futures_and_closures_it_spawns_on_its_own_single_worker_pool() {
+    // One worker: the outer future waits by returning Pending, not by holding the worker.
+    let pool = Arc::new(fixed(1).build().unwrap());
+    let inner = pool.clone();
+    let outer = pool.spawn_future(async move {
+        let nested = inner.clone();
+        let from_future = inner
+            .spawn_future(async move {
+                let squared = nested.spawn(|| 12 * 12).await?;
+                Ok::<u32, JoinError>(squared + 1)
+            })
+            .await??;
+        let from_closure = inner.spawn(|| 55).await?;
+        Ok::<u32, JoinError>(from_future + from_closure)
+    });
+    assert_eq!(block_on(outer).unwrap().unwrap(), 200);
+    pool.wait_idle();
+}
+
+/// Pending for good: its first poll leaves its waker in `slot` and says so on `stored`.
+struct Parked {
+    slot: WakerSlot,
+    stored: mpsc::Sender<()>,
+}
+
+impl Future for Parked {
+    type Output = u8;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u8> {
+        *self.slot.lock().unwrap() = Some(cx.waker().clone());
+        let _ = self.stored.send(());
+        Poll::Pending
+    }
+}
+
+/// A pool with one `Parked` future that has been polled once: the pool, the task, the slot.
+fn parked_future() -> (Pool, cotenant::Task<u8>, WakerSlot) {
+    let pool = fixed(1).build().unwrap();
+    let slot = WakerSlot::default();
+    let (stored, was_stored) = mpsc::channel();
+    let task = pool.spawn_future(Parked { slot: slot.clone(), stored });
+    was_stored.recv().unwrap();
+    (pool, task, slot)
+}
+
+/// The task's result, with a deadline that only guards against a hang.
+fn cancelled(task: cotenant::Task<u8>) -> bool {
+    matches!(task.join_timeout(Duration::from_secs(10)), Err(JoinTimeoutError::Failed(JoinError::Cancelled)))
+}
+
+#[test]
+fn a_future_pending_at_shutdown_is_cancelled_when_its_last_waker_is_dropped() {
+    let (pool, task, slot) = parked_future();
+    pool.shutdown();
+    assert!(!task.is_finished(), "waiting for a wake-up: shutdown does not wait for it");
+    // The slot held the only waker (the future holds the slot: clearing it breaks the cycle).
+    drop(slot.lock().unwrap().take());
+    assert!(cancelled(task));
+}
+
+#[test]
+fn a_future_pending_at_shutdown_is_cancelled_when_it_is_woken() {
+    let (pool, task, slot) = parked_future();
+    pool.shutdown();
+    let waker = slot.lock().unwrap().take().expect("the first poll left its waker");
+    waker.wake();
+    assert!(cancelled(task));
+    drop(pool);
+}
+
+#[test]
+fn a_future_woken_after_its_pool_was_dropped_is_cancelled() {
+    let (pool, task, slot) = parked_future();
+    drop(pool);
+    let waker = slot.lock().unwrap().take().expect("the first poll left its waker");
+    waker.wake_by_ref();
+    assert!(cancelled(task));
+    waker.wake(); // a done task ignores wake-ups
+}
+
+#[test]
+fn spawning_on_a_shut_down_pool_is_rejected() {
+    let pool = fixed(1).build().unwrap();
+    pool.shutdown();
+    assert!(matches!(pool.spawn_future(async { 1 }).join(), Err(JoinError::Rejected)));
+}
