@@ -312,6 +312,7 @@ mod tests {
                     ..PoolRecord::default()
                 })
                 .collect(),
+            pid_ns: Some(111),
             ..ProcessRecord::default()
         }
     }
@@ -337,6 +338,11 @@ mod tests {
             // 0700 whatever the umask: a folder others may write is refused.
             fs::DirBuilder::new().mode(0o700).create(root.join("status")).unwrap();
             fs::create_dir(root.join("proc")).unwrap();
+            // The reader's PID namespace, 111, that of every record of `record()`: a stale
+            // record is removed only when both namespaces are known and the same.
+            fs::create_dir_all(root.join("proc").join("self").join("ns")).unwrap();
+            std::os::unix::fs::symlink("pid:[111]", root.join("proc").join("self").join("ns").join("pid"))
+                .unwrap();
             Fixture { root }
         }
 
@@ -401,10 +407,19 @@ mod tests {
     }
 
     #[test]
-    fn a_record_of_another_pid_namespace_is_neither_shown_nor_removed() {
+    fn a_stale_record_without_its_pid_namespace_is_left_in_place() {
         let fixture = Fixture::new();
-        fs::create_dir_all(fixture.proc().join("self").join("ns")).unwrap();
-        std::os::unix::fs::symlink("pid:[111]", fixture.proc().join("self").join("ns").join("pid")).unwrap();
+        fixture.publish(&ProcessRecord { pid_ns: None, ..record(40, 400, &[]) }); // no pid 40 here
+        let cleaned = scan(&fixture.dir(), euid(), &fixture.proc(), true).unwrap();
+        assert!(cleaned.removed.is_empty());
+        assert!(fixture.dir().join("40.status").exists(), "perhaps another namespace's live process");
+        assert_eq!(cleaned.problems.len(), 1, "{:?}", cleaned.problems);
+        assert!(cleaned.problems[0].contains("namespace"), "{:?}", cleaned.problems);
+    }
+
+    #[test]
+    fn a_record_of_another_pid_namespace_is_neither_shown_nor_removed() {
+        let fixture = Fixture::new(); // the reader's namespace is 111
         fixture.process(30, 'S', 1, 300);
         fixture.process(31, 'S', 1, 310);
         fixture.publish(&ProcessRecord { pid_ns: Some(222), ..record(30, 300, &[]) });

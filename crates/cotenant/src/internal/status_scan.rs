@@ -270,6 +270,18 @@ pub fn scan(dir: &Path, owner: u32, proc_root: &Path, clean: bool) -> io::Result
                     .map(|now| Duration::from_nanos(now.saturating_sub(record.written_ns)));
                 scan.live.push(LiveRecord { record, cpu_ticks, age });
             }
+            // Removed only when both namespaces are known (and, above, the same): a record
+            // without one may be a live process's of another namespace, whose pid means
+            // nothing here.
+            Liveness::Gone if record.pid_ns.is_none() || our_ns.is_none() => {
+                if clean {
+                    scan.problems.push(format!(
+                        "{}: pid {pid} is not running here, but the PID namespace it was written in \
+                         is unknown, left in place",
+                        path.display()
+                    ));
+                }
+            }
             Liveness::Gone => {
                 if clean && remove_if_same(&path, id, me) {
                     scan.removed.push(pid);

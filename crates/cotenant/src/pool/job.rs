@@ -46,9 +46,11 @@ pub(crate) struct Job {
     /// The closure (or its box), moved out by `act` exactly once: by `run`, or by `drop`.
     slot: Slot,
     enqueued_ns: u64,
-    /// The closure is `Send` but perhaps not `Sync`: a job is moved between threads, never
-    /// shared (this marker removes the `Sync` that the slot's words would give it).
-    _not_sync: PhantomData<std::cell::Cell<()>>,
+    /// The slot's words say nothing of the closure in them: this marker makes a job neither
+    /// `Send` nor `Sync` by itself, so that only the `unsafe impl Send` below (which rests on
+    /// every constructor requiring a `Send` closure) makes it `Send`, and nothing makes it
+    /// `Sync` (the closure may not be: a job is moved between threads, never shared).
+    _unknown_closure: PhantomData<*mut ()>,
 }
 
 // SAFETY: every constructor requires the closure to be `Send` (`from_fn`), and a job hands its
@@ -102,7 +104,7 @@ impl Job {
         let mut slot = Slot::uninit();
         // SAFETY: the slot is large and aligned enough for `F` (asserted above) and uninitialised.
         unsafe { ptr::write(slot.as_mut_ptr().cast::<F>(), f) };
-        Job { act: act::<F>, slot, enqueued_ns: 0, _not_sync: PhantomData }
+        Job { act: act::<F>, slot, enqueued_ns: 0, _unknown_closure: PhantomData }
     }
 
     /// Runs the closure, consuming the job (its closure is not dropped again).
@@ -145,8 +147,9 @@ mod tests {
 
     #[test]
     fn a_job_is_its_closure_and_its_stamp_and_one_pointer() {
-        // Every queue slot holds one.
-        assert_eq!(size_of::<Job>(), (INLINE_WORDS + 2) * size_of::<usize>());
+        // Every queue slot holds one: the function pointer, the slot's words and the stamp
+        // (a `u64`, two words on a 32-bit target).
+        assert_eq!(size_of::<Job>(), (INLINE_WORDS + 1) * size_of::<usize>() + size_of::<u64>());
         let mut job = Job::from_fn(|| Outcome::Completed);
         assert_eq!(job.enqueued_ns(), 0, "not stamped until a timed pool's submit");
         job.stamp(|| 0);
@@ -165,18 +168,31 @@ mod tests {
         }
     }
 
-    /// Runs (or drops unrun) a job whose closure captures `padding` and a `Counted`, and
-    /// checks that the closure ran at most once and its captures were dropped exactly once.
-    fn check<P: Send + 'static>(padding: P, run: bool) {
+    /// Whether `from_fn` stores a closure like `_f` in place (the type is inferred).
+    fn in_place<F>(_f: &F) -> bool {
+        fits::<F>()
+    }
+
+    /// Runs (or drops unrun) a job whose closure captures `padding`, a `Counted` and a counter,
+    /// and checks that it is stored in place or boxed as `expect_in_place` says, that the
+    /// closure ran at most once and that its captures were dropped exactly once.
+    fn check<P: Send + 'static>(padding: P, run: bool, expect_in_place: bool) {
         let drops = Arc::new(AtomicUsize::new(0));
         let runs = Arc::new(AtomicUsize::new(0));
         let counted = Counted(drops.clone());
         let ran = runs.clone();
-        let job = Job::from_fn(move || {
+        let closure = move || {
             let _keep = (&padding, &counted);
             ran.fetch_add(1, Ordering::SeqCst);
             Outcome::Completed
-        });
+        };
+        assert_eq!(
+            in_place(&closure),
+            expect_in_place,
+            "placement of a closure with {}",
+            std::any::type_name::<P>()
+        );
+        let job = Job::from_fn(closure);
         if run {
             assert!(matches!(job.run(), Outcome::Completed));
         } else {
@@ -197,12 +213,13 @@ mod tests {
         #[repr(align(32))]
         struct Wide(#[allow(dead_code)] u8);
         assert!(!fits::<Wide>(), "an alignment above a word's is boxed");
+        // Each closure also captures two `Arc`s (two words).
         for run in [true, false] {
-            check((), run);
-            check(7_u8, run);
-            check([1_usize; INLINE_WORDS + 4], run);
-            check(Wide(1), run);
-            check(String::from("owned"), run);
+            check((), run, true);
+            check(7_u8, run, true);
+            check([1_usize; INLINE_WORDS + 4], run, false);
+            check(Wide(1), run, false);
+            check(String::from("owned"), run, false);
         }
     }
 

@@ -366,24 +366,36 @@ mod tests {
                 .unwrap();
         };
         let me = std::process::id();
+        let our_ns = std::fs::read_link("/proc/self/ns/pid")
+            .ok()
+            .and_then(|link| status_record::pid_ns_from_link(link.to_str()?))
+            .expect("this process's PID namespace");
         let ours = ProcessRecord {
             pid: me,
             start_time: start_time_of(me).expect("this process's start time"),
+            pid_ns: Some(our_ns),
             ..ProcessRecord::default()
         };
         // PID_MAX_LIMIT is 2^22: no process ever has this pid, so its writer is surely gone.
-        let dead = ProcessRecord { pid: 4_194_304 + 7, start_time: 1, ..ProcessRecord::default() };
+        let dead = ProcessRecord {
+            pid: 4_194_304 + 7,
+            start_time: 1,
+            pid_ns: Some(our_ns),
+            ..ProcessRecord::default()
+        };
+        // The same, but without its namespace: it may be another namespace's, so it stays.
+        let unknown = ProcessRecord { pid: 4_194_304 + 9, start_time: 1, ..ProcessRecord::default() };
         // Written in another PID namespace (no namespace's inode is 1): not ours to judge.
         let foreign =
             ProcessRecord { pid: 4_194_304 + 8, start_time: 1, pid_ns: Some(1), ..ProcessRecord::default() };
-        for record in [&ours, &dead, &foreign] {
+        for record in [&ours, &dead, &foreign, &unknown] {
             publish(record);
         }
         // Another live process's record (our parent's, where its start time can be read).
         let parent = std::os::unix::process::parent_id();
-        let theirs = start_time_of(parent)
-            .filter(|_| parent != 0 && parent != me)
-            .map(|start_time| ProcessRecord { pid: parent, start_time, ..ProcessRecord::default() });
+        let theirs = start_time_of(parent).filter(|_| parent != 0 && parent != me).map(|start_time| {
+            ProcessRecord { pid: parent, start_time, pid_ns: Some(our_ns), ..ProcessRecord::default() }
+        });
         if let Some(theirs) = &theirs {
             publish(theirs);
         }
@@ -394,6 +406,7 @@ mod tests {
         assert!(!exists(dead.pid), "a dead writer's record is removed");
         assert!(exists(me), "a live writer's record stays");
         assert!(exists(foreign.pid), "another namespace's record stays");
+        assert!(exists(unknown.pid), "a record of an unknown namespace stays");
         if let Some(theirs) = &theirs {
             assert!(exists(theirs.pid), "another live process's record stays");
         }

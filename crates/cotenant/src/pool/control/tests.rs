@@ -32,6 +32,10 @@ fn a_failed_sample_falls_back_to_every_worker_and_is_counted() {
     let metrics = pool.metrics();
     assert_eq!((metrics.sample_errors, metrics.decisions), (2, 0));
     assert!(WARNED.load(Ordering::Relaxed), "the first failure is logged");
+    // A coasting pool whose sample fails is sampled every period again.
+    entry.stride = crate::policy::coast::MAX_STRIDE;
+    tick(&mut entry, &pool.shared, &failure, None);
+    assert_eq!(entry.stride, 1, "a failed sample is not calm");
     // The pool still works.
     assert_eq!(pool.spawn(|| 5).join().unwrap(), 5);
 }
