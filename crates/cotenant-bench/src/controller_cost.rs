@@ -70,7 +70,7 @@ pub fn run(seconds: f64, threads: usize, thread_name: &str) -> Result<(), String
     let measured = measure(&pool, window, thread_name, floor.tid);
     pool.shutdown();
     floor.stop();
-    let (tids, [idle, saturated, floor_idle, floor_saturated], tasks_run, cooperating) = measured?;
+    let (tids, [idle, saturated, floor_idle, floor_saturated], tasks_run, cooperating, decided) = measured?;
 
     let tids = tids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
     println!("## controller cost: thread `{thread_name}` (tid {tids}), adaptive pool of {threads} threads\n");
@@ -110,6 +110,19 @@ pub fn run(seconds: f64, threads: usize, thread_name: &str) -> Result<(), String
         100.0 / ticks_per_second / seconds
     );
     println!("Saturated: {tasks_run} busy tasks of {} µs ran during the window.", BUSY_TASK.as_micros());
+    let cooperating_decided = match &cooperating {
+        Cooperating::Measured { decided, .. } => decided.to_string(),
+        Cooperating::Unavailable(_) => "n/a".to_owned(),
+    };
+    println!(
+        "Decisions of the measured pool per window (the samples its controller decided from; the wake-up \
+         floor wakes every period, about {} times a window): idle {}, saturated {}, saturated and \
+         cooperating {cooperating_decided}. A pool that coasts is sampled every two or four periods, \
+         an idle process naps: fewer wake-ups than the floor's.",
+        (window.as_secs_f64() / cotenant::pool::default_period().as_secs_f64()).round(),
+        decided[0],
+        decided[1],
+    );
     match &cooperating {
         Cooperating::Measured { tasks_run, token_takes, .. } => println!(
             "Saturated, cooperating: a second default pool of this process shared the host-token set, so the \
@@ -165,7 +178,7 @@ impl Floor {
 
 /// The saturated window with the measured pool's host tokens engaged, or why there is none.
 enum Cooperating {
-    Measured { controller: Window, floor: Window, tasks_run: u64, token_takes: u64 },
+    Measured { controller: Window, floor: Window, tasks_run: u64, token_takes: u64, decided: u64 },
     Unavailable(String),
 }
 
@@ -177,21 +190,25 @@ const ENGAGE_LIMIT: Duration = Duration::from_secs(2);
 /// Finds the controller, then measures the idle window, the saturated one and the saturated
 /// one with cooperation engaged, for the controller and for the wake-up floor's thread
 /// `floor`. Returns the controller's thread ids, the first windows (controller idle,
-/// saturated; floor idle, saturated), the number of busy tasks run while saturated, and the
-/// cooperating window.
+/// saturated; floor idle, saturated), the number of busy tasks run while saturated, the
+/// cooperating window, and the pool's decisions in the idle and the saturated window.
 fn measure(
     pool: &cotenant::Pool,
     window: Duration,
     thread_name: &str,
     floor: u32,
-) -> Result<(Vec<u32>, [Window; 4], u64, Cooperating), String> {
+) -> Result<(Vec<u32>, [Window; 4], u64, Cooperating, [u64; 2]), String> {
     let tids = find_threads(thread_name)?;
+    let decisions = || pool.metrics().decisions;
+    let before_idle = decisions();
     let [idle, floor_idle] = observe([&tids, &[floor]], || thread::sleep(window))?;
+    let before_saturated = decisions();
     let ran = Arc::new(AtomicU64::new(0));
     let [saturated, floor_saturated] = observe([&tids, &[floor]], || saturate(pool, window, &ran))?;
+    let decided = [before_saturated - before_idle, decisions() - before_saturated];
     let tasks_run = ran.load(Ordering::Relaxed);
     let cooperating = cooperate(pool, window, &tids, floor)?;
-    Ok((tids, [idle, saturated, floor_idle, floor_saturated], tasks_run, cooperating))
+    Ok((tids, [idle, saturated, floor_idle, floor_saturated], tasks_run, cooperating, decided))
 }
 
 /// Keeps `pool` saturated with small busy tasks for `window`, counting them in `ran`.
@@ -239,13 +256,21 @@ fn cooperate(
         }
         thread::sleep(Duration::from_millis(5));
     }
-    let takes_before = pool.metrics().token_takes;
+    let before = pool.metrics();
     let ran = Arc::new(AtomicU64::new(0));
     let windows = observe([tids, &[floor]], || saturate(pool, window, &ran));
-    let token_takes = pool.metrics().token_takes.saturating_sub(takes_before);
+    let after = pool.metrics();
+    let token_takes = after.token_takes.saturating_sub(before.token_takes);
+    let decided = after.decisions.saturating_sub(before.decisions);
     partner.shutdown();
     let [controller, floor] = windows?;
-    Ok(Cooperating::Measured { controller, floor, tasks_run: ran.load(Ordering::Relaxed), token_takes })
+    Ok(Cooperating::Measured {
+        controller,
+        floor,
+        tasks_run: ran.load(Ordering::Relaxed),
+        token_takes,
+        decided,
+    })
 }
 
 /// The CPU time each group of threads accrues while `during` runs.

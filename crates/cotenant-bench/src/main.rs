@@ -17,12 +17,15 @@
 //!   second. The counter must end equal to the number submitted, or the run fails: a pool that
 //!   loses tasks must not look fast.
 //! - **throughput-2**: the same tasks submitted from two threads at once (half each): the cost
-//!   of the submit path when submitters contend on the queue.
+//!   of the submit path when submitters contend on the queue. With n workers on n CPUs the two
+//!   submitters oversubscribe the CPUs (four threads on this repository's 2-CPU VM): the
+//!   workload then also measures how each pool behaves when its submitters are preempted.
 //! - **throughput (CPU)**, **throughput-2 (CPU)**: from the same timed batches, the CPU time the
 //!   whole process spent per task (`CLOCK_PROCESS_CPUTIME_ID`: submitters, workers, spinning,
 //!   wake-ups, system calls), in ns. Wall-clock rates on a 2-CPU VM move by tens of per cent
 //!   between runs (steal, and three threads on two CPUs landing in different regimes); the CPU
-//!   per task is what the task path costs whatever the regime, and steal is not charged to it.
+//!   per task moves less (steal is not charged to it), though not nothing: how long workers
+//!   spin before parking and how often submitters wake them still depend on the regime.
 //!   Printed after the three wall-clock tables.
 //!
 //! Each measurement builds a fresh pool, warms it up (untimed), times the workload, and shuts the
