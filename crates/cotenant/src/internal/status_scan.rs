@@ -15,11 +15,15 @@
 //! disappears from the view at the next scan; a new process that got the same pid writes its
 //! own record at its next tick. A record written in another PID namespace than the reader's
 //! (containers that share `/dev/shm` but not their processes) names a pid the reader cannot
-//! look up: it is neither shown nor removed, only counted.
+//! look up: it is neither shown nor removed, only counted; so is a stale record whose
+//! namespace (or the reader's) is unknown, which is left in place.
 //!
 //! **Folder.** Trusted only if it is a real folder (not a symbolic link), owned by the user
 //! whose pools write there, with no group or other write bit: anyone else who could write it
-//! could fake a neighbour or make a cleaning scan remove what it points at.
+//! could fake a neighbour or make a cleaning scan remove what it points at. The folder is
+//! checked by path and then used by path (no `openat` on a held descriptor): between the two,
+//! only its owner could replace it (`/dev/shm` is sticky, and the folder is the owner's alone),
+//! and a reader trusts that owner's records anyway, so the window gives nobody anything.
 //!
 //! Linux only (a reader needs `/proc/<pid>/stat`), and built under `--cfg loom` too: nothing
 //! here touches the pool's atomics.
