@@ -32,6 +32,8 @@ var Families = map[string]string{
 	"cotenant_pool_caller_ran_total":             "counter",
 	"cotenant_pool_rejected_total":               "counter",
 	"cotenant_pool_panicked_total":               "counter",
+	"cotenant_pool_future_polls_total":           "counter",
+	"cotenant_pool_future_wakeups_total":         "counter",
 	"cotenant_pool_decisions_total":              "counter",
 	"cotenant_pool_sample_errors_total":          "counter",
 	"cotenant_pool_borrows_total":                "counter",

@@ -280,9 +280,11 @@ int cotenant_pool_try_submit(struct cotenant_pool *pool, void (*task)(void *arg)
  * The JSON of a pool made here is under 4096 bytes, whatever its counts.
  *
  * The fields are those of the library's `Metrics`: `threads`, `target`, `running`, `queued`,
- * `queue_capacity` (gauges), `completed`, `caller_ran`, `rejected`, `panicked`, `decisions`,
- * `sample_errors`, `borrows`, `token_timeouts`, `token_takes`, `token_errors`,
- * `token_fallback_periods`, `token_takebacks`, `degradations` (counters), `host_tokens`
+ * `queue_capacity` (gauges), `completed`, `caller_ran`, `rejected`, `panicked`,
+ * `future_polls`, `future_wakeups` (the library's async tasks; always 0 for pools made
+ * here, which run C functions only), `decisions`, `sample_errors`, `borrows`,
+ * `token_timeouts`, `token_takes`, `token_errors`, `token_fallback_periods`,
+ * `token_takebacks`, `degradations` (counters), `host_tokens`
  * ("off", "unavailable", "alone" or "engaged"), `alerts` (the health alerts raised, by name),
  * `budget` and `elastic` (null for pools made here), and the histograms `queue_wait` (for
  * each task run, from its submission to a worker taking it) and `run_time` (the time a worker

@@ -24,6 +24,8 @@ pub(crate) fn to_json(metrics: &Metrics) -> String {
         "caller_ran": metrics.caller_ran,
         "rejected": metrics.rejected,
         "panicked": metrics.panicked,
+        "future_polls": metrics.future_polls,
+        "future_wakeups": metrics.future_wakeups,
         "decisions": metrics.decisions,
         "sample_errors": metrics.sample_errors,
         "borrows": metrics.borrows,
@@ -82,7 +84,7 @@ mod tests {
     fn a_snapshot_becomes_an_object_of_its_fields() {
         let value: Value = serde_json::from_str(&to_json(&Metrics::default())).unwrap();
         let object = value.as_object().unwrap();
-        assert_eq!(object.len(), 24, "{value}");
+        assert_eq!(object.len(), 26, "{value}");
         assert_eq!(value["threads"], 0);
         assert_eq!(value["host_tokens"], "off");
         assert_eq!(value["alerts"], json!([]));

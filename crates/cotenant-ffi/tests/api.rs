@@ -409,6 +409,8 @@ fn the_metrics_json_has_every_field_of_metrics() {
             "decisions",
             "degradations",
             "elastic",
+            "future_polls",
+            "future_wakeups",
             "host_tokens",
             "panicked",
             "queue_capacity",

@@ -331,3 +331,54 @@ fn spawning_on_a_shut_down_pool_is_rejected() {
     pool.shutdown();
     assert!(matches!(pool.spawn_future(async { 1 }).join(), Err(JoinError::Rejected)));
 }
+
+#[test]
+fn the_metrics_count_each_poll_and_each_wake_up_that_queued_one() {
+    let pool = fixed(1).build().unwrap();
+    let polls = Arc::new(AtomicUsize::new(0));
+    // Pending twice, waking itself during each of those polls: three polls, two wake-ups.
+    assert_eq!(pool.spawn_future(WakesItself::new(2, &polls)).join().unwrap(), 3);
+    // The Task resolves inside the last poll; its worker counts it completed just after.
+    pool.wait_idle();
+    let metrics = pool.metrics();
+    assert_eq!(metrics.future_polls, 3, "{metrics}");
+    assert_eq!(metrics.future_wakeups, 2, "{metrics}");
+    assert_eq!(metrics.completed, 3, "each poll is one task: {metrics}");
+    pool.shutdown();
+
+    let closures = fixed(1).build().unwrap();
+    closures.spawn(|| ()).join().unwrap();
+    closures.execute(|| ());
+    closures.wait_idle();
+    let metrics = closures.metrics();
+    assert_eq!((metrics.future_polls, metrics.future_wakeups), (0, 0), "closures only: {metrics}");
+    assert_eq!(metrics.completed, 2, "{metrics}");
+}
+
+#[test]
+fn wake_ups_that_find_the_poll_already_queued_are_not_counted() {
+    let pool = fixed(1).build().unwrap();
+    let flag = Arc::new(AtomicBool::new(false));
+    let slot = WakerSlot::default();
+    let polls = Arc::new(AtomicUsize::new(0));
+    let (stored, was_stored) = mpsc::channel();
+    let task =
+        pool.spawn_future(Flagged { flag: flag.clone(), slot: slot.clone(), stored, polls: polls.clone() });
+    was_stored.recv().unwrap();
+    // Once the blocker runs, the first poll is over: the future is idle, waiting for a wake-up.
+    let (blocker, release) = occupy_one(&pool);
+    flag.store(true, Ordering::SeqCst); // the next poll completes
+    let waker = slot.lock().unwrap().take().expect("the first poll left its waker");
+    // The first wake-up queues the poll (the worker is busy); the others find it queued.
+    for _ in 0..5 {
+        waker.wake_by_ref();
+    }
+    drop(release);
+    blocker.join().unwrap();
+    assert_eq!(task.join().unwrap(), 2);
+    pool.wait_idle();
+    let metrics = pool.metrics();
+    assert_eq!(metrics.future_polls, 2, "{metrics}");
+    assert_eq!(metrics.future_wakeups, 1, "five wake-ups, one poll queued: {metrics}");
+    assert_eq!(metrics.completed, 3, "two polls and the blocker: {metrics}");
+}

@@ -392,6 +392,8 @@ fn scalars(metrics: &Metrics) -> Vec<Scalar> {
         caller_ran,
         rejected,
         panicked,
+        future_polls,
+        future_wakeups,
         decisions,
         sample_errors,
         borrows,
@@ -428,6 +430,18 @@ fn scalars(metrics: &Metrics) -> Vec<Scalar> {
         ),
         scalar("cotenant_pool_rejected_total", Counter, "tasks refused", rejected.into()),
         scalar("cotenant_pool_panicked_total", Counter, "tasks that panicked", panicked.into()),
+        scalar(
+            "cotenant_pool_future_polls_total",
+            Counter,
+            "polls of spawned futures run, each one also a task in completed_total and the task histograms",
+            future_polls.into(),
+        ),
+        scalar(
+            "cotenant_pool_future_wakeups_total",
+            Counter,
+            "wake-ups of spawned futures that queued another poll (one already queued is not counted)",
+            future_wakeups.into(),
+        ),
         scalar("cotenant_pool_decisions_total", Counter, "controller decisions", decisions.into()),
         scalar(
             "cotenant_pool_sample_errors_total",

@@ -79,6 +79,21 @@ pub struct Metrics {
     pub rejected: u64,
     /// Counter: tasks that panicked (also counted in `completed`).
     pub panicked: u64,
+    /// Counter: polls of futures spawned with [`Pool::spawn_future`](crate::Pool::spawn_future)
+    /// that ran, on workers or on the threads that woke or spawned them (a full queue). Each
+    /// poll is one task of the pool: it is also counted in [`completed`](Self::completed) (and
+    /// in [`caller_ran`](Self::caller_ran) when a caller ran it) and timed in the
+    /// [`queue_wait`](Self::queue_wait) and [`run_time`](Self::run_time) histograms. 0 for a
+    /// pool that runs closures only.
+    pub future_polls: u64,
+    /// Counter: wake-ups of spawned futures that queued another poll: a wake-up of a future
+    /// waiting for one, or a wake-up during a poll, which queues the future again once that
+    /// poll returns `Pending` (several during one poll count once). A wake-up that finds a poll
+    /// already queued (or already due after the poll in progress), or a finished future, is
+    /// not counted. A wake-up after the pool shut down is counted too (it cancels the future
+    /// and counts in [`rejected`](Self::rejected)); one after the pool was dropped and its state
+    /// freed is not.
+    pub future_wakeups: u64,
     /// Counter: decisions the controller made (one per period for dynamic policies; one per two
     /// or four periods while a pool coasts: it runs every worker, alone, nothing to change).
     pub decisions: u64,
@@ -256,6 +271,13 @@ impl fmt::Display for Metrics {
                 self.token_timeouts, self.token_errors, self.token_takebacks, self.token_fallback_periods
             )?;
         }
+        if self.future_polls > 0 || self.future_wakeups > 0 {
+            write!(
+                f,
+                "; futures: {} polls (counted as tasks), {} wake-ups that queued a poll",
+                self.future_polls, self.future_wakeups
+            )?;
+        }
         if self.degradations > 0 {
             write!(f, "; {} degradations (a kernel read failed; see the log)", self.degradations)?;
         }
@@ -409,6 +431,23 @@ mod tests {
     }
 
     #[test]
+    fn future_counters_show_for_people_and_for_prometheus() {
+        let metrics = Metrics { completed: 5, future_polls: 3, future_wakeups: 2, ..Metrics::default() };
+        let words = metrics.to_string();
+        let expected = "futures: 3 polls (counted as tasks), 2 wake-ups that queued a poll";
+        assert!(words.contains(expected), "{words}");
+        let text = metrics.to_prometheus("p");
+        for (family, value) in [("future_polls_total", 3), ("future_wakeups_total", 2)] {
+            assert!(text.contains(&format!("# TYPE cotenant_pool_{family} counter\n")), "{text}");
+            assert!(text.contains(&format!("cotenant_pool_{family}{{pool=\"p\"}} {value}\n")), "{text}");
+        }
+        // A pool that runs closures only says nothing about futures to people, 0 to Prometheus.
+        assert!(!Metrics::default().to_string().contains("futures"));
+        let text = Metrics::default().to_prometheus("p");
+        assert!(text.contains("cotenant_pool_future_polls_total{pool=\"p\"} 0\n"), "{text}");
+    }
+
+    #[test]
     fn the_prometheus_text_keeps_its_order_times_first() {
         let budget = BudgetMetrics { quota_ns: 150_000_000, periods: 7, ..BudgetMetrics::default() };
         let elastic = ElasticMetrics { max: 4, task_wait_ns: 2_500_000, ..ElasticMetrics::default() };
@@ -422,11 +461,15 @@ mod tests {
         let elastic_times = ["elastic_task_cpu_seconds", "elastic_task_wait_seconds"];
         assert_eq!(names[..5], [&times[..], &elastic_times[..]].concat()[..], "{text}");
         assert_eq!(names[5..8], ["threads", "target", "running"], "{text}");
+        let tasks = ["completed_total", "caller_ran_total", "rejected_total", "panicked_total"];
+        assert_eq!(names[10..14], tasks, "{text}");
+        assert_eq!(names[14..16], ["future_polls_total", "future_wakeups_total"], "{text}");
+        assert_eq!(names[16], "decisions_total", "{text}");
         let budget_counts =
             ["budget_periods_total", "budget_throttled_periods_total", "budget_short_periods_total"];
-        assert_eq!(names[23..26], budget_counts, "{text}");
-        assert_eq!(names[26], "elastic_min_threads", "{text}");
-        assert_eq!(names[31..], ["elastic_cpus", "host_tokens", "alert"], "{text}");
+        assert_eq!(names[25..28], budget_counts, "{text}");
+        assert_eq!(names[28], "elastic_min_threads", "{text}");
+        assert_eq!(names[33..], ["elastic_cpus", "host_tokens", "alert"], "{text}");
         assert!(text.contains("cotenant_pool_budget_quota_seconds{pool=\"p\"} 0.15\n"), "{text}");
         assert!(text.contains("cotenant_pool_elastic_task_wait_seconds{pool=\"p\"} 0.0025\n"), "{text}");
         assert!(text.contains("cotenant_pool_budget_periods_total{pool=\"p\"} 7\n"), "{text}");

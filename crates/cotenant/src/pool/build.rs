@@ -185,6 +185,10 @@ impl Builder {
             exited: Condvar::new(),
             rejected: AtomicU64::new(0),
             caller_ran: AtomicU64::new(0),
+            #[cfg(not(loom))]
+            future_polls: std::sync::Arc::new(CachePadded(std::sync::atomic::AtomicU64::new(0))),
+            #[cfg(not(loom))]
+            future_wakeups: CachePadded(std::sync::atomic::AtomicU64::new(0)),
             decisions: AtomicU64::new(0),
             sample_errors: AtomicU64::new(0),
             degradations: std::sync::atomic::AtomicU64::new(u64::from(mask_lost)),

@@ -24,6 +24,11 @@
 //! `Task` as [`JoinError::Cancelled`]. A future nobody can wake any more (its last waker
 //! dropped) is dropped with its `FutureTask`, with the same result.
 //!
+//! **Metrics.** A poll is a job like any other, so the pool's task counters and histograms
+//! already count and time it; on top, `Shared::future_polls` counts the polls that started (each
+//! future holds a handle to that counter) and
+//! `Shared::future_wakeups` the wake-ups that queued one (`requeue`).
+//!
 //! **Why a weak handle to the pool.** A waker can outlive the pool (kept by a timer, a socket,
 //! another runtime); a strong one would keep the pool's state, and its entry in a metrics
 //! registry, alive after the pool was dropped. A wake-up after that cancels the task.
@@ -41,7 +46,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use super::shared::{Refused, Shared};
 use super::task::{failed_task, task_pair_in, Completer, Job, Outcome};
 use super::{JoinError, Panic, Task};
-use crate::sync::Ordering;
+use crate::sync::{CachePadded, Ordering};
 use state::{AfterPoll, RunState, WakeAction};
 
 /// A spawned future and what it needs to be polled, woken and finished.
@@ -49,6 +54,9 @@ struct FutureTask<F: Future> {
     state: RunState,
     /// The pool that polls it (weak: see the module's comment).
     pool: Weak<Shared>,
+    /// The pool's count of futures' polls (`Shared::future_polls`), kept here so that a poll
+    /// need not upgrade `pool` to count itself.
+    polls: Arc<CachePadded<std::sync::atomic::AtomicU64>>,
     /// The future and its `Task`'s completer, until it completes, panics or is cancelled.
     /// Locked only by the thread that owns the task's poll (RUNNING) or its cancellation
     /// (SCHEDULED), so never contended.
@@ -75,6 +83,7 @@ where
     let spawned = Arc::new(FutureTask {
         state: RunState::scheduled(),
         pool: Arc::downgrade(shared),
+        polls: Arc::clone(&shared.future_polls),
         running: Mutex::new(Some(Running { future: Box::pin(future), completer })),
     });
     match shared.submit(Scheduled::into_job(spawned)) {
@@ -204,6 +213,8 @@ where
     if !task.state.start() {
         return Outcome::Completed; // not produced by the protocol: only a SCHEDULED task is polled
     }
+    // Counted as it starts (`Metrics::future_polls`), through the counter's own handle.
+    task.polls.fetch_add(1, Ordering::Relaxed);
     let waker = Waker::from(Arc::clone(task));
     let mut cx = Context::from_waker(&waker);
     // The future's panics are caught inside the lock, so none poisons it; taken over anyway if
@@ -257,13 +268,22 @@ where
 
 /// Queues the poll of a woken task (the caller owns that poll: it moved the task to
 /// SCHEDULED); cancels it if its pool is gone.
+///
+/// Both wake-ups that queue a poll come here, and nothing else does: a wake-up of an idle task
+/// (`WakeAction::Enqueue`) and one during a poll (`AfterPoll::Requeue`). So this is where they
+/// are counted (`Metrics::future_wakeups`), before the poll is handed on, so that whoever sees
+/// that poll finished (`wait_idle`, `Task::join`) sees the wake-up counted too. Not once the
+/// pool is gone: there is nothing left to count in.
 fn requeue<F>(task: Arc<FutureTask<F>>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     match task.pool.upgrade() {
-        Some(shared) => route(&shared, Scheduled::into_job(task)),
+        Some(shared) => {
+            shared.future_wakeups.fetch_add(1, Ordering::Relaxed);
+            route(&shared, Scheduled::into_job(task));
+        }
         // The pool was dropped and its workers have exited: nothing will poll the task again.
         None => task.cancel(),
     }

@@ -66,6 +66,18 @@ pub(crate) struct Shared {
     pub(super) exited: Condvar,
     pub(super) rejected: AtomicU64,
     pub(super) caller_ran: AtomicU64,
+    /// Polls of spawned futures that ran, and wake-ups of them that queued another poll
+    /// (`future_task.rs`; `Metrics::future_polls`, `Metrics::future_wakeups`). Written at
+    /// every poll by whichever thread runs it: each on a cache line of its own, so that those
+    /// writes do not take from the workers the line of a field they read at every task. Not
+    /// under loom: the executor is not built there.
+    /// (An `Arc` that each spawned future keeps a clone of, so that a poll counts itself
+    /// without reaching the pool through the future's weak handle: an upgrade and a drop
+    /// would be two more writes to the pool's shared reference count per poll.)
+    #[cfg(not(loom))]
+    pub(super) future_polls: std::sync::Arc<CachePadded<std::sync::atomic::AtomicU64>>,
+    #[cfg(not(loom))]
+    pub(super) future_wakeups: CachePadded<std::sync::atomic::AtomicU64>,
     pub(crate) decisions: AtomicU64,
     pub(crate) sample_errors: AtomicU64,
     /// Features turned off or readings missed because the kernel refused a read, counted by

@@ -35,6 +35,15 @@ impl Shared {
             caller_ran: shared.caller_ran.load(Ordering::Relaxed),
             rejected: shared.rejected.load(Ordering::Relaxed),
             panicked: sum(|w| w.panicked.load(Ordering::Relaxed)),
+            #[cfg(not(loom))]
+            future_polls: shared.future_polls.load(std::sync::atomic::Ordering::Relaxed),
+            #[cfg(not(loom))]
+            future_wakeups: shared.future_wakeups.load(std::sync::atomic::Ordering::Relaxed),
+            // The executor is not built under loom: no future is ever polled there.
+            #[cfg(loom)]
+            future_polls: 0,
+            #[cfg(loom)]
+            future_wakeups: 0,
             decisions: shared.decisions.load(Ordering::Relaxed),
             sample_errors: shared.sample_errors.load(Ordering::Relaxed),
             borrows: shared.borrows.load(Ordering::Relaxed),
