@@ -1,0 +1,218 @@
+//! Futures that use tokio's sockets and timers, run on a [`cotenant::Pool`]: one small tokio
+//! runtime drives the I/O, the pool's workers do the polling.
+//!
+//! ```text
+//!   tokio-io thread: current-thread runtime, parked in epoll ──wake──► pool's queue
+//!   pool workers (as many as the neighbours and the quota leave room for): poll the futures,
+//!   each poll inside `Handle::enter` ──register sockets, timers──► the tokio-io thread's reactor
+//! ```
+//!
+//! Why this shape:
+//!
+//! - **tokio's reactor needs one thread, not one per CPU.** A socket or a timer only has to be
+//!   registered with a reactor that some thread drives; the current-thread runtime of
+//!   [`IoDriver`] does that while it waits for its stop signal, and wakes the futures whose
+//!   sockets became ready. Waking one of cotenant's futures queues its next poll on the pool.
+//! - **Everything else runs on the pool.** Accepting, parsing requests, the handlers and writing
+//!   the answers are polls of futures spawned with [`spawn`], so they run on the pool's active
+//!   workers only: the service sizes itself from what its neighbours and its CPU quota leave it.
+//!   tokio's multi-thread runtime would keep one worker per CPU busy whatever they do.
+//! - **Entering the handle around each poll** ([`Entered`]) is what tokio asks of code running
+//!   outside its threads: a socket or a timer created (or a listener accepting) inside the poll
+//!   finds the runtime through the thread's current handle. Polling an existing socket needs
+//!   nothing more, since each remembers its reactor.
+//!
+//! Not supported inside these futures: `tokio::spawn` and `tokio::task::spawn_blocking` would
+//! run on the tokio-io thread (spawn on the pool with [`spawn`] instead), and blocking calls hold
+//! a pool worker for as long as they block.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+
+use cotenant::{Pool, Task};
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+
+/// The name of the thread that drives tokio's I/O and timers.
+pub const THREAD_NAME: &str = "tokio-io";
+
+/// A tokio current-thread runtime on a thread of its own ([`THREAD_NAME`]), whose only job is
+/// to drive the reactor (sockets, signals) and the timers of the futures that use its
+/// [`handle`](IoDriver::handle). Dropping it stops the runtime and joins the thread.
+pub struct IoDriver {
+    handle: Handle,
+    /// Ends the runtime's `block_on` (sent, or dropped, by `Drop`).
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl IoDriver {
+    /// Builds the runtime (I/O and time drivers enabled) and starts its thread.
+    ///
+    /// # Errors
+    ///
+    /// When the runtime cannot be built (the reactor's epoll instance) or the thread cannot be
+    /// started; the error says which.
+    pub fn start() -> io::Result<IoDriver> {
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|error| {
+                io::Error::new(error.kind(), format!("cannot build tokio's I/O runtime: {error}"))
+            })?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(THREAD_NAME.to_owned())
+            .spawn(move || {
+                // A current-thread runtime drives its reactor and timers only while a thread is
+                // inside its `block_on`: this one waits there, parked in epoll, until stopped.
+                // An error means the sender was dropped, which is a stop too.
+                let _ = runtime.block_on(stopped);
+                // `runtime` is dropped here, on its own thread: sockets still registered get a
+                // shutdown error, and the futures waiting on them are woken one last time.
+            })
+            .map_err(|error| {
+                io::Error::new(error.kind(), format!("cannot start the {THREAD_NAME} thread: {error}"))
+            })?;
+        Ok(IoDriver { handle, stop: Some(stop), thread: Some(thread) })
+    }
+
+    /// The runtime's handle: pass it to [`spawn`] or [`Entered::new`], or enter it
+    /// (`handle.enter()`) to create a tokio socket outside a future.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+}
+
+impl Drop for IoDriver {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(()); // fails only if the thread has already left `block_on`
+        }
+        if let Some(thread) = self.thread.take() {
+            // Dropped on its own thread (by a future it drove): that thread cannot join itself,
+            // and it is leaving `block_on` anyway.
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join(); // its closure never panics; nothing to report
+            }
+        }
+    }
+}
+
+/// A future polled with a tokio runtime entered, so that the tokio sockets and timers it
+/// creates find their reactor. See the module's documentation.
+#[must_use = "a future does nothing unless polled"]
+pub struct Entered<F> {
+    handle: Handle,
+    /// Boxed so that `Entered` is `Unpin` and needs no unsafe code to reach the inner future
+    /// (one allocation per spawned future, not per poll).
+    future: Pin<Box<F>>,
+}
+
+impl<F> Entered<F> {
+    /// `future`, to be polled with `handle` entered.
+    pub fn new(handle: Handle, future: F) -> Self {
+        Entered { handle, future: Box::pin(future) }
+    }
+}
+
+impl<F: Future> Future for Entered<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = &mut *self;
+        // Costs a thread-local write and a reference count, once per poll.
+        let _entered = this.handle.enter();
+        this.future.as_mut().poll(cx)
+    }
+}
+
+/// Spawns `future` on `pool`, polled with the runtime of `handle` (an [`IoDriver`]'s) entered:
+/// the future may use tokio's sockets and timers, and runs only on the pool's active workers.
+///
+/// The returned [`Task`] is itself a future (`Result<T, cotenant::JoinError>`): await it, join
+/// it, run it with `cotenant::block_on`, or drop it to detach the future.
+pub fn spawn<F>(pool: &Pool, handle: &Handle, future: F) -> Task<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    pool.spawn_future(Entered::new(handle.clone(), future))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::time::Duration;
+
+    /// Only a guard against a hang: every test finishes long before it.
+    const GUARD: Duration = Duration::from_secs(60);
+
+    fn pool() -> Pool {
+        Pool::builder()
+            .name("tokio-test")
+            .policy(cotenant::Policy::fixed(1))
+            .host_tokens_off()
+            .build()
+            .expect("a one-worker pool")
+    }
+
+    #[test]
+    fn a_tokio_timer_fires_for_a_future_on_the_pool() {
+        let driver = IoDriver::start().unwrap();
+        let pool = pool();
+        let task = spawn(&pool, driver.handle(), async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            "woken by the timer"
+        });
+        assert_eq!(task.join_timeout(GUARD).expect("the timer woke the future"), "woken by the timer");
+    }
+
+    #[test]
+    fn a_tokio_listener_accepts_and_reads_on_the_pool() {
+        let driver = IoDriver::start().unwrap();
+        let pool = pool();
+        // A listener accepting from a future on the pool: its new sockets are created inside
+        // the poll, which is what needs the handle entered.
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let addr = std_listener.local_addr().unwrap();
+        let listener = {
+            let _entered = driver.handle().enter();
+            tokio::net::TcpListener::from_std(std_listener).unwrap()
+        };
+        let server = spawn(&pool, driver.handle(), async move {
+            let (stream, _) = listener.accept().await?;
+            let mut received = Vec::new();
+            let mut buf = [0u8; 16];
+            loop {
+                stream.readable().await?;
+                match stream.try_read(&mut buf) {
+                    Ok(0) => return Ok::<_, io::Error>(received), // the client closed its side
+                    Ok(n) => received.extend_from_slice(&buf[..n]),
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(error) => return Err(error),
+                }
+            }
+        });
+        let mut client = std::net::TcpStream::connect(addr).unwrap();
+        client.write_all(b"hello from std").unwrap();
+        drop(client);
+        let received = server.join_timeout(GUARD).expect("the server future finished").unwrap();
+        assert_eq!(received, b"hello from std");
+    }
+
+    #[test]
+    fn dropping_the_driver_stops_its_runtime() {
+        let driver = IoDriver::start().unwrap();
+        let handle = driver.handle().clone();
+        // Joins the thread: the runtime is gone, not merely asked to stop. A task spawned on a
+        // runtime that has shut down is cancelled at once.
+        drop(driver);
+        let spawned = handle.spawn(async { 1 });
+        assert!(cotenant::block_on(spawned).is_err());
+    }
+}
