@@ -70,7 +70,13 @@ pub fn run(seconds: f64, threads: usize, thread_name: &str) -> Result<(), String
     let measured = measure(&pool, window, thread_name, floor.tid);
     pool.shutdown();
     floor.stop();
-    let (tids, [idle, saturated, floor_idle, floor_saturated], tasks_run, cooperating, decided) = measured?;
+    let Measured {
+        tids,
+        windows: [idle, saturated, floor_idle, floor_saturated],
+        tasks_run,
+        cooperating,
+        decided,
+    } = measured?;
 
     let tids = tids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
     println!("## controller cost: thread `{thread_name}` (tid {tids}), adaptive pool of {threads} threads\n");
@@ -182,6 +188,17 @@ enum Cooperating {
     Unavailable(String),
 }
 
+/// What `measure` found: the controller's thread ids, the first windows (controller idle,
+/// saturated; floor idle, saturated), the number of busy tasks run while saturated, the
+/// cooperating window, and the pool's decisions in the idle and the saturated window.
+struct Measured {
+    tids: Vec<u32>,
+    windows: [Window; 4],
+    tasks_run: u64,
+    cooperating: Cooperating,
+    decided: [u64; 2],
+}
+
 /// How long the measured pool may take to engage once a second pool shares its set: the
 /// controller engages a gated pool at its next decision, at most four periods away when the
 /// pool coasts (`policy/coast.rs`).
@@ -189,15 +206,13 @@ const ENGAGE_LIMIT: Duration = Duration::from_secs(2);
 
 /// Finds the controller, then measures the idle window, the saturated one and the saturated
 /// one with cooperation engaged, for the controller and for the wake-up floor's thread
-/// `floor`. Returns the controller's thread ids, the first windows (controller idle,
-/// saturated; floor idle, saturated), the number of busy tasks run while saturated, the
-/// cooperating window, and the pool's decisions in the idle and the saturated window.
+/// `floor`.
 fn measure(
     pool: &cotenant::Pool,
     window: Duration,
     thread_name: &str,
     floor: u32,
-) -> Result<(Vec<u32>, [Window; 4], u64, Cooperating, [u64; 2]), String> {
+) -> Result<Measured, String> {
     let tids = find_threads(thread_name)?;
     let decisions = || pool.metrics().decisions;
     let before_idle = decisions();
@@ -208,7 +223,13 @@ fn measure(
     let decided = [before_saturated - before_idle, decisions() - before_saturated];
     let tasks_run = ran.load(Ordering::Relaxed);
     let cooperating = cooperate(pool, window, &tids, floor)?;
-    Ok((tids, [idle, saturated, floor_idle, floor_saturated], tasks_run, cooperating, decided))
+    Ok(Measured {
+        tids,
+        windows: [idle, saturated, floor_idle, floor_saturated],
+        tasks_run,
+        cooperating,
+        decided,
+    })
 }
 
 /// Keeps `pool` saturated with small busy tasks for `window`, counting them in `ran`.

@@ -151,6 +151,36 @@ fn neighbours_quick_runs_every_pool_kind_in_both_settings() {
     assert_eq!(results["verdicts"].as_array().unwrap().len(), settings * 2 * 2);
 }
 
+#[test]
+fn neighbours_with_async_items_quick_runs_the_three_executors() {
+    // P = 2 in one cgroup: the smallest run where the executors have a neighbour (and the
+    // cotenant executor's pool shares host tokens), three runs of 1 s.
+    let results = smoke("neighbours", &["--items", "async", "--processes", "2", "--setting", "one-cgroup"]);
+    let rows = results["rows"].as_array().unwrap();
+    let pools: Vec<&str> = rows.iter().map(|row| row["pool"].as_str().unwrap()).collect();
+    assert_eq!(pools, ["tokio-default", "tokio-optimal", "cotenant-async"], "{results}");
+    for row in rows {
+        assert_eq!(row["completed_fraction"], 1.0, "every offered item ran: {row}");
+        assert!(row["service_p99_us"].as_f64().unwrap() > 0.0, "{row}");
+        assert_eq!(row["async_wait_ms"], 1.0, "the default timer wait is recorded: {row}");
+    }
+    // Only the executor on the default pool shares the lab's host tokens.
+    assert!(rows[2]["token_takes"].is_number() && rows[0]["token_takes"].is_null(), "{results}");
+    {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+        assert!(!HostTokens::exists(LAB_TOKENS), "the lab removed its token set");
+    }
+    let verdicts: Vec<&str> =
+        results["verdicts"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(verdicts.len(), 1 + 4, "the comparison at 70 %, then the four targets: {verdicts:#?}");
+    assert!(verdicts[0].contains("cotenant-async service p99") && verdicts[0].contains("tokio-optimal's"));
+    // A quick run has the 70 % load only: that target is measured, the others say they are not.
+    assert!(verdicts[3].contains("load 70%") && !verdicts[3].contains("not measured"), "{verdicts:#?}");
+    for i in [1, 2, 4] {
+        assert!(verdicts[i].ends_with("not measured (no such run)"), "{verdicts:#?}");
+    }
+}
+
 /// Whether the lab can find a Go toolchain (where `gobuild.rs` looks).
 fn go_installed() -> bool {
     std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
@@ -422,6 +452,22 @@ fn bad_lab_arguments_are_usage_errors_naming_the_argument() {
     let output = cotenant().args(["lab", "nonsense"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("nonsense"));
+}
+
+#[test]
+fn async_items_options_that_do_not_go_together_are_usage_errors() {
+    for (args, says) in [
+        (&["--items", "fibres"][..], "--items"),
+        (&["--items", "async", "--async-wait-ms", "0"][..], "--async-wait-ms"),
+        (&["--pools", "tokio-default"][..], "--pools tokio-default: this kind serves async items"),
+        (&["--items", "async", "--pools", "adaptive"][..], "--pools adaptive: with --items async"),
+        (&["--async-wait-ms", "2"][..], "--async-wait-ms: only with --items async"),
+    ] {
+        let output = cotenant().args(["lab", "neighbours"]).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }
 
 #[test]

@@ -9,8 +9,8 @@ mod lab_command;
 
 pub use lab_command::{
     BurstArgs, CommonArgs, ExperimentCommand, FactorArgs, FairnessArgs, GoNeighboursArgs, HeadlineArgs,
-    IsolationArgs, LabCommand, LengthArgs, LoadFlag, NeighboursArgs, OutputArgs, OvercommitArgs, PoolsFlag,
-    ProcessesFlag, QuotaArgs, RuntimesArgs, ServiceFlag, SettingFlag, SpinArgs, ThrottlingArgs,
+    IsolationArgs, ItemsFlag, LabCommand, LengthArgs, LoadFlag, NeighboursArgs, OutputArgs, OvercommitArgs,
+    PoolsFlag, ProcessesFlag, QuotaArgs, RuntimesArgs, ServiceFlag, SettingFlag, SpinArgs, ThrottlingArgs,
 };
 
 /// Run a deterministic simulation.
@@ -243,6 +243,11 @@ pub struct LabArgs {
     pub service_ms: f64,
     /// How `go-neighbours`' Go services run their items.
     pub go_items: GoItems,
+    /// What `neighbours`' items are: work for a thread pool, or futures (`--items async`).
+    pub items: Items,
+    /// With `--items async`: each item's timer wait, in milliseconds (`None`: the default,
+    /// [`DEFAULT_ASYNC_WAIT_MS`]).
+    pub async_wait_ms: Option<f64>,
     /// `isolation`'s scenarios to run, comma-separated (default: all); baseline and
     /// unisolated always run, as the ratios' denominators.
     pub scenarios: Vec<crate::isolation::Scenario>,
@@ -274,6 +279,8 @@ impl LabArgs {
             seconds: None,
             service_ms: 5.0,
             go_items: GoItems::Limited,
+            items: Items::Threads,
+            async_wait_ms: None,
             scenarios: Vec::new(),
             round_trip_us: None,
             client_priority: crate::loadgen::ClientPriority::Realtime,
@@ -291,6 +298,25 @@ pub enum GoItems {
     PerItem,
 }
 
+/// What each item of `neighbours` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Items {
+    /// Work handed to a thread pool, run by one of its workers: the pool kinds of `--pools`.
+    Threads,
+    /// A future that awaits a short timer, then computes the same work: the executors
+    /// tokio-default, tokio-optimal and cotenant-async.
+    Async,
+}
+
+/// The timer wait of an async item when `--async-wait-ms` is not given (ms).
+pub const DEFAULT_ASYNC_WAIT_MS: f64 = 1.0;
+
+/// `--async-wait-ms`: a wait in milliseconds, more than 0 and at most a second.
+pub fn parse_async_wait_ms(text: &str) -> Result<f64, String> {
+    cotenant_ops::values::parse_bounded(text, 1000.0, "the wait of an async item (ms)")
+}
+
 /// The experiments of the lab (each a subcommand of `cotenant lab`: [`ExperimentCommand`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Experiment {
@@ -302,7 +328,8 @@ pub enum Experiment {
     /// the quota, and adaptive; includes a Go program.
     Quota,
     /// P identical processes at once, each with its own open-loop load: pools that each assume
-    /// the whole host, against pools that make room for their neighbours.
+    /// the whole host, against pools that make room for their neighbours (`--items async`:
+    /// futures on tokio's runtime and on the cotenant executor).
     Neighbours,
     /// share's overcommit factor 0.5 to 3 next to adaptive: the latency and throughput trade-off.
     Factor,
@@ -404,6 +431,28 @@ pub enum PoolKind {
     #[value(skip)]
     #[serde(rename = "go-cotenant")]
     GoCotenant,
+    // The executors of async items (`neighbours --items async`): `lab-worker` runs them, so
+    // they are on its command line (and `--pools` takes them, with `--items async` only).
+    /// Async items on a tokio multi-thread runtime with its default workers, one per CPU the
+    /// process sees (`--items async`).
+    #[serde(rename = "tokio-default")]
+    TokioDefault,
+    /// Async items on a tokio multi-thread runtime of max(1, CPUs / P) workers, a static split
+    /// known in advance (`--items async`).
+    #[serde(rename = "tokio-optimal")]
+    TokioOptimal,
+    /// Async items on the cotenant executor (`Pool::spawn_future`) of the default pool, sharing
+    /// host CPU tokens as `adaptive` does; a small tokio runtime on its own thread drives their
+    /// timers (`--items async`).
+    #[serde(rename = "cotenant-async")]
+    CotenantAsync,
+}
+
+impl PoolKind {
+    /// Whether this kind serves async items (an executor of futures) rather than thread items.
+    pub fn is_async(self) -> bool {
+        matches!(self, PoolKind::TokioDefault | PoolKind::TokioOptimal | PoolKind::CotenantAsync)
+    }
 }
 
 /// Internal: one process of a lab experiment.
@@ -479,6 +528,10 @@ pub struct LabWorkerArgs {
     /// calibrates once per experiment, so that every process and run does the same work).
     #[arg(long, conflicts_with = "exact_cpu", value_parser = clap::value_parser!(u32).range(1..))]
     pub chunks: Option<u32>,
+    /// The async kinds (tokio-default, tokio-optimal, cotenant-async): how long each item waits
+    /// on its timer before it computes, in milliseconds.
+    #[arg(long, default_value_t = DEFAULT_ASYNC_WAIT_MS, value_parser = parse_async_wait_ms)]
+    pub async_wait_ms: f64,
 }
 
 /// Which tenant of `lab isolation`.

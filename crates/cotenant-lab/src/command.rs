@@ -53,6 +53,8 @@ struct Results<'a, H: Serialize = lab::host::HostFacts> {
 /// others); the experiments read them as one [`LabArgs`].
 pub fn run(command: &LabCommand) -> anyhow::Result<ExitCode> {
     let args = &command.lab_args();
+    // Options that parse one by one but do not go together: refused before anything starts.
+    lab::neighbours::check_items(args).map_err(cotenant_ops::usage::UsageError::new)?;
     if args.experiment == Experiment::Clean {
         return clean();
     }
@@ -216,9 +218,7 @@ fn run_one(experiment: Experiment, lab: &Lab, args: &LabArgs) -> anyhow::Result<
         Experiment::Overcommit => lab::overcommit::run(lab, args, false),
         Experiment::Contention => lab::overcommit::run(lab, args, true),
         Experiment::Quota => lab::quota::run(lab, args),
-        Experiment::Neighbours => {
-            neighbours::run_plan(lab, args, &neighbours::Plan::neighbours(lab, args), "neighbours")
-        }
+        Experiment::Neighbours => neighbours::run_neighbours(lab, args),
         Experiment::Factor => neighbours::run_plan(lab, args, &neighbours::Plan::factor(lab, args), "factor"),
         Experiment::GoNeighbours => neighbours::run_go(lab, args),
         Experiment::Isolation => lab::isolation::run(lab, args),

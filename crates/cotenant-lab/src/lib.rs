@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `workload.rs` | calibrated CPU-bound items, open-loop schedules, latency summaries |
 //! | `worker.rs` | the hidden `lab-worker` mode: one process of an experiment |
+//! | `async_items.rs` | `neighbours --items async`: futures on tokio's runtime or the cotenant executor |
 //! | `args.rs` | the clap definitions of `lab`, `sim` and the hidden worker modes |
 //! | `command.rs` | `cotenant lab`: runs experiments, prints and writes their outcomes |
 //! | `sim/` | `cotenant sim`: the simulator's commands, tables and charts |
@@ -31,6 +32,7 @@
 //! keeps them.
 
 pub mod args;
+pub mod async_items;
 pub mod burst;
 pub mod command;
 pub mod fairness;

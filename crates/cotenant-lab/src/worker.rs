@@ -1,6 +1,7 @@
 //! One process of a lab experiment (`cotenant lab-worker`, hidden): builds the pool kind it is
-//! told to, waits for the common start instant, serves its open-loop schedule and prints one
-//! JSON line ([`WorkerReport`]) on stdout.
+//! told to (or, for the async kinds, the executor of `async_items.rs`), waits for the common
+//! start instant, serves its open-loop schedule and prints one JSON line ([`WorkerReport`]) on
+//! stdout.
 //!
 //! It never outlives the lab: it asks the kernel for SIGKILL when its parent dies
 //! (`PR_SET_PDEATHSIG`), and checks that the parent is still the one it was given.
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::workload::{self, thread_cpu_ns, Calibration, Summary};
 use crate::args::{LabWorkerArgs, PoolKind};
+use crate::async_items::Executor;
 
 /// What a worker prints.
 #[derive(Debug, Serialize, Deserialize)]
@@ -151,13 +153,17 @@ pub fn build_pool(args: &LabWorkerArgs, cpus: usize) -> anyhow::Result<cotenant:
         PoolKind::Plain => cotenant::Policy::adaptive(),
         PoolKind::Optimal => cotenant::Policy::fixed((cpus / processes).max(1)),
         PoolKind::Share => cotenant::Policy::share(args.share_factor),
-        PoolKind::Adaptive => cotenant::Policy::adaptive(),
+        // cotenant-async: the executor on the default pool, built as `adaptive`'s.
+        PoolKind::Adaptive | PoolKind::CotenantAsync => cotenant::Policy::adaptive(),
         PoolKind::Fixed => match args.fixed_threads {
             Some(n) => cotenant::Policy::fixed(n as usize),
             None => bail!("--pool fixed needs --fixed-threads"),
         },
         PoolKind::GoDefault | PoolKind::GoOptimal | PoolKind::GoCotenant => {
             bail!("the Go kinds run in the Go worker, not in lab-worker")
+        }
+        PoolKind::TokioDefault | PoolKind::TokioOptimal => {
+            bail!("the tokio kinds run on a tokio runtime, not on a pool")
         }
     };
     let threads = match (args.threads, args.pool, args.fixed_threads) {
@@ -168,9 +174,9 @@ pub fn build_pool(args: &LabWorkerArgs, cpus: usize) -> anyhow::Result<cotenant:
     let mut builder =
         cotenant::Pool::builder().policy(policy).threads(threads).queue_capacity(1 << 16).name("lab");
     // `adaptive` is the default pool: host tokens on the lab's set (the runner names it in
-    // `COTENANT_TOKENS_SET`), engaged while another worker shares it. Every other kind is a
-    // pool that does not cooperate.
-    if args.pool != PoolKind::Adaptive {
+    // `COTENANT_TOKENS_SET`), engaged while another worker shares it; so is `cotenant-async`'s.
+    // Every other kind is a pool that does not cooperate.
+    if !matches!(args.pool, PoolKind::Adaptive | PoolKind::CotenantAsync) {
         builder = builder.host_tokens_off();
     }
     if let Some(cpus) = args.cpu_budget {
@@ -181,10 +187,10 @@ pub fn build_pool(args: &LabWorkerArgs, cpus: usize) -> anyhow::Result<cotenant:
     Ok(builder.build()?)
 }
 
-/// Runs `work` while a second thread records the process's CPU time and `pool`'s target every
-/// `every` (if given).
+/// Runs `work` while a second thread records the process's CPU time and the pool's target
+/// (read by `target`) every `every` (if given).
 fn with_series<T>(
-    pool: &cotenant::Pool,
+    target: impl Fn() -> usize + Sync,
     every: Option<Duration>,
     work: impl FnOnce() -> T,
 ) -> (T, Vec<SeriesPoint>) {
@@ -199,7 +205,7 @@ fn with_series<T>(
                 points.push(SeriesPoint {
                     t_ms: start.elapsed().as_secs_f64() * 1000.0,
                     cpu_ms: cpu_ns as f64 / 1e6,
-                    target: pool.target(),
+                    target: target(),
                 });
                 std::thread::sleep(every);
             }
@@ -209,6 +215,29 @@ fn with_series<T>(
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         (out, sampler.join().unwrap_or_default())
     })
+}
+
+/// What serves a worker's items: a pool (thread items) or an executor (async items).
+enum Server {
+    Pool(cotenant::Pool),
+    Async(Executor),
+}
+
+impl Server {
+    /// The cotenant pool that runs the items, if any (none for tokio's runtimes).
+    fn pool(&self) -> Option<&cotenant::Pool> {
+        match self {
+            Server::Pool(pool) => Some(pool),
+            Server::Async(executor) => executor.pool(),
+        }
+    }
+
+    fn shutdown(self) {
+        match self {
+            Server::Pool(pool) => pool.shutdown(),
+            Server::Async(executor) => executor.shutdown(),
+        }
+    }
 }
 
 /// `cotenant lab-worker`: checks that its parent is still the lab (and dies with it), builds
@@ -224,7 +253,23 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
     // The lab's tests make a worker hang or flood its stderr (hidden, test-only).
     super::runner::apply_test_fault()?;
     let cpus = cotenant::cpus::detect().context("detecting this process's CPUs")?.allowed_cpus() as usize;
-    let pool = build_pool(args, cpus)?;
+    let server = if args.pool.is_async() {
+        if args.saturate {
+            bail!(
+                "--saturate: --pool {} serves async items, on an open-loop schedule only",
+                crate::neighbours::kind_name(args.pool)
+            );
+        }
+        Server::Async(Executor::build(args.pool, args.processes, || build_pool(args, cpus))?)
+    } else {
+        Server::Pool(build_pool(args, cpus)?)
+    };
+    let pool = server.pool();
+    // A tokio runtime's workers are all allowed to run: its "target" is its worker count.
+    let workers = match &server {
+        Server::Async(executor) => executor.workers(),
+        Server::Pool(_) => 0,
+    };
     let service = Duration::from_secs_f64(args.service_ms / 1000.0);
     let calibration: Calibration = match (args.exact_cpu, args.chunks) {
         (true, _) => Calibration::exact_cpu(service)?,
@@ -251,13 +296,15 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
         thread_cpu_ns(),
         std::time::Instant::now(),
     );
-    let budget_before = pool.metrics().budget;
-    let (items, series) = with_series(&pool, args.series_ms.map(Duration::from_millis), || {
-        if args.saturate {
-            workload::run_saturated(&pool, calibration, duration, 4 * pool.metrics().threads)
-        } else {
-            workload::run(&pool, calibration, &plan, lock.as_ref())
+    let budget_before = pool.and_then(|pool| pool.metrics().budget);
+    let target = || pool.map_or(workers, cotenant::Pool::target);
+    let wait = Duration::from_secs_f64(args.async_wait_ms / 1000.0);
+    let (items, series) = with_series(target, args.series_ms.map(Duration::from_millis), || match &server {
+        Server::Async(executor) => executor.run(calibration, &plan, wait, lock.as_ref()),
+        Server::Pool(pool) if args.saturate => {
+            workload::run_saturated(pool, calibration, duration, 4 * pool.metrics().threads)
         }
+        Server::Pool(pool) => workload::run(pool, calibration, &plan, lock.as_ref()),
     });
     let (process_cpu_ns, workers_cpu_ns, wall_ns) = {
         let process = cotenant::internal::sampler::process_cpu_ns().unwrap_or(0).saturating_sub(cpu_before.0);
@@ -265,8 +312,13 @@ pub fn run(args: &LabWorkerArgs) -> anyhow::Result<ExitCode> {
         (process, process.saturating_sub(main), cpu_before.2.elapsed().as_nanos() as u64)
     };
     let summary = workload::summarize(&items, duration);
-    let metrics = pool.metrics();
-    pool.shutdown();
+    let mut metrics = pool.map(cotenant::Pool::metrics).unwrap_or_default();
+    if pool.is_none() {
+        // A tokio runtime: its workers, no controller, no tokens.
+        metrics.threads = workers;
+        metrics.target = workers;
+    }
+    server.shutdown();
     let report = WorkerReport {
         pid: std::process::id(),
         rate_per_s: rate,

@@ -325,6 +325,49 @@ pub fn summarize(items: &[ItemTimes], duration: Duration) -> Summary {
     }
 }
 
+/// Where the items of a run record their start and end: `[started, ended]` per item, ns from
+/// the run's start, 0 until recorded.
+pub type ItemSlots = Arc<Vec<[AtomicU64; 2]>>;
+
+/// Slots for `count` items, none recorded.
+pub fn item_slots(count: usize) -> ItemSlots {
+    Arc::new((0..count).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect())
+}
+
+/// One item: its work, timed from the run's `start`, with its start and end recorded in
+/// `slot`. The one body every item runs, on a pool's worker (thread items) or inside the poll
+/// of a future (`async_items.rs`), so that both measure the same service time. With `lock`,
+/// the work runs inside that mutex (seed 000 Figure 3's contention).
+pub fn run_item(calibration: &Calibration, lock: Option<&Mutex<()>>, start: Instant, slot: &[AtomicU64; 2]) {
+    let began = ns_since(start).max(1);
+    match lock {
+        // A poisoned lock only means another item panicked; the work is still valid.
+        Some(lock) => {
+            let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+            black_box(calibration.work());
+        }
+        None => {
+            black_box(calibration.work());
+        }
+    }
+    slot[0].store(began, Ordering::Relaxed);
+    slot[1].store(ns_since(start).max(began), Ordering::Relaxed);
+}
+
+/// The times of the items of `schedule` as `slots` recorded them (read after every item was
+/// joined, which orders their stores before these loads).
+pub fn item_times(schedule: &[Duration], slots: &[[AtomicU64; 2]]) -> Vec<ItemTimes> {
+    schedule
+        .iter()
+        .zip(slots)
+        .map(|(at, slot)| ItemTimes {
+            intended: at.as_nanos() as u64,
+            started: slot[0].load(Ordering::Relaxed),
+            ended: slot[1].load(Ordering::Relaxed),
+        })
+        .collect()
+}
+
 /// Runs `schedule` against `pool`: a generator (the calling thread) submits item `i` at its
 /// intended time; workers record start and end. Returns when every item has finished. With
 /// `lock`, each item's work runs inside that mutex (seed 000 Figure 3's contention).
@@ -334,43 +377,20 @@ pub fn run(
     schedule: &[Duration],
     lock: Option<&Arc<Mutex<()>>>,
 ) -> Vec<ItemTimes> {
-    let slots: Arc<Vec<[AtomicU64; 2]>> =
-        Arc::new((0..schedule.len()).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect());
+    let slots = item_slots(schedule.len());
     let start = Instant::now();
     let mut tasks = Vec::with_capacity(schedule.len());
     for (i, &at) in schedule.iter().enumerate() {
         sleep_until(start + at);
         let slots = slots.clone();
         let lock = lock.cloned();
-        tasks.push(pool.spawn(move || {
-            let began = ns_since(start).max(1);
-            match &lock {
-                // A poisoned lock only means another item panicked; the work is still valid.
-                Some(lock) => {
-                    let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
-                    black_box(calibration.work());
-                }
-                None => {
-                    black_box(calibration.work());
-                }
-            }
-            slots[i][0].store(began, Ordering::Relaxed);
-            slots[i][1].store(ns_since(start).max(began), Ordering::Relaxed);
-        }));
+        tasks.push(pool.spawn(move || run_item(&calibration, lock.as_deref(), start, &slots[i])));
     }
     for task in tasks {
         // A panic or a rejection leaves the slot at 0: counted as not completed.
         let _ = task.join();
     }
-    schedule
-        .iter()
-        .enumerate()
-        .map(|(i, at)| ItemTimes {
-            intended: at.as_nanos() as u64,
-            started: slots[i][0].load(Ordering::Relaxed),
-            ended: slots[i][1].load(Ordering::Relaxed),
-        })
-        .collect()
+    item_times(schedule, &slots)
 }
 
 /// Keeps `pool` saturated for `duration`: `outstanding` items in flight at all times (closed
@@ -415,7 +435,7 @@ fn ns_since(start: Instant) -> u64 {
 
 /// Sleeps until `deadline`; the last 200 µs are spent yielding, because a sleep overshoots by
 /// tens of microseconds and the schedule's precision is the latency's floor.
-fn sleep_until(deadline: Instant) {
+pub fn sleep_until(deadline: Instant) {
     const SPIN: Duration = Duration::from_micros(200);
     loop {
         let now = Instant::now();

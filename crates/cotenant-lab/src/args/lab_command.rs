@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use cotenant_ops::values::{parse_load, parse_positive};
 use std::path::PathBuf;
 
-use super::{Experiment, GoItems, LabArgs, PoolKind, SettingArg};
+use super::{parse_async_wait_ms, Experiment, GoItems, Items, LabArgs, PoolKind, SettingArg};
 
 /// Run an experiment on this host.
 #[derive(Debug, Args)]
@@ -52,7 +52,8 @@ pub enum ExperimentCommand {
     /// the quota, and adaptive; includes a Go program.
     Quota(QuotaArgs),
     /// P identical processes at once, each with its own open-loop load: pools that each assume
-    /// the whole host, against pools that make room for their neighbours.
+    /// the whole host, against pools that make room for their neighbours (`--items async`:
+    /// futures on tokio's runtime and on the cotenant executor).
     Neighbours(NeighboursArgs),
     /// share's overcommit factor 0.5 to 3 next to adaptive: the latency and throughput trade-off.
     Factor(FactorArgs),
@@ -223,7 +224,9 @@ impl Fill for ProcessesFlag {
 pub struct PoolsFlag {
     /// Pool kinds for `neighbours` and `headline`, comma-separated (default: ignorant, optimal,
     /// share, plain, adaptive; `headline`: ignorant, optimal, adaptive, plain). `adaptive` is the
-    /// default pool (sharing host CPU tokens), `plain` the adaptive policy without them.
+    /// default pool (sharing host CPU tokens), `plain` the adaptive policy without them. With
+    /// `neighbours --items async` the kinds are the executors tokio-default, tokio-optimal and
+    /// cotenant-async (the default: all three), and only those.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub pools: Vec<PoolKind>,
 }
@@ -245,6 +248,31 @@ pub struct SettingFlag {
 impl Fill for SettingFlag {
     fn fill(&self, args: &mut LabArgs) {
         args.setting = self.setting;
+    }
+}
+
+/// `--items` and `--async-wait-ms` (`neighbours`).
+#[derive(Debug, Args)]
+pub struct ItemsFlag {
+    /// What each item is: `threads`, work a pool's worker thread runs (the pool kinds), or
+    /// `async`, a future that awaits a short timer and then computes the same work, served by
+    /// tokio's multi-thread runtime with its default workers (tokio-default), by tokio with
+    /// max(1, CPUs / P) workers (tokio-optimal) and by the cotenant executor on the default pool
+    /// (cotenant-async). An async item's service time is its compute alone; its end-to-end time
+    /// runs from its scheduled arrival to the end of its compute, the timer's wait included,
+    /// for every executor alike.
+    #[arg(long, value_enum, default_value_t = Items::Threads)]
+    pub items: Items,
+    /// With `--items async`: how long each item waits on its timer before it computes, in
+    /// milliseconds (default 1; tokio's timers count whole milliseconds).
+    #[arg(long, value_parser = parse_async_wait_ms)]
+    pub async_wait_ms: Option<f64>,
+}
+
+impl Fill for ItemsFlag {
+    fn fill(&self, args: &mut LabArgs) {
+        args.items = self.items;
+        args.async_wait_ms = self.async_wait_ms;
     }
 }
 
@@ -289,6 +317,7 @@ flag_groups! {
         pools: PoolsFlag,
         setting: SettingFlag,
         service: ServiceFlag,
+        items: ItemsFlag,
     }
 }
 

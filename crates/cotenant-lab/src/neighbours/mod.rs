@@ -8,7 +8,9 @@
 //! recorded rows. `headline` (what `make demo` runs) and `factor` (Figure 8) are
 //! configurations of this experiment, and so is `go-neighbours`, whose processes are the Go
 //! worker (`gobuild.rs`) under Go's default GOMAXPROCS, a static split, or the cotenant Go
-//! controller.
+//! controller. With `--items async`, each item is a future instead (a timer, then the same
+//! work: seed 000's lightweight thread), served by tokio's runtime with its default workers, by
+//! tokio with CPUs / P workers, and by the cotenant executor (`async_items.rs`).
 //!
 //! The pure part, which `cotenant sim neighbours` reuses to reduce simulated runs alike:
 //! `plan.rs` (settings, one run's parameters, the plan and its configurations), `aggregate.rs`
@@ -26,6 +28,6 @@ mod verdict;
 mod tests;
 
 pub use self::aggregate::{aggregate, figures, figures_of, Aggregate, RunFigures};
-pub use self::plan::{kind_name, Key, Plan, RunConfig, Setting, KINDS};
-pub use self::run::{run_go, run_once, run_plan, LAB_TOKENS};
-pub use self::verdict::{charts, go_verdict, table, verdict, verdict_of};
+pub use self::plan::{check_items, kind_name, Key, Plan, RunConfig, Setting, ASYNC_KINDS, KINDS};
+pub use self::run::{run_go, run_neighbours, run_once, run_plan, LAB_TOKENS};
+pub use self::verdict::{async_acceptance, async_verdict, charts, go_verdict, table, verdict, verdict_of};

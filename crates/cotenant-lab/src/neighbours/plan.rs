@@ -6,21 +6,51 @@ use serde::Serialize;
 
 use super::aggregate::{aggregate, Aggregate, RunFigures};
 use super::headline;
-use super::verdict::{go_verdict, verdict, verdict_of};
-use crate::args::{GoItems, LabArgs, PoolKind};
+use super::verdict::{async_acceptance, async_verdict, go_verdict, verdict, verdict_of};
+use crate::args::{GoItems, Items, LabArgs, PoolKind};
 use crate::Lab;
 
 /// Every pool kind, in table order.
 pub const KINDS: [PoolKind; 5] =
     [PoolKind::Ignorant, PoolKind::Optimal, PoolKind::Share, PoolKind::Plain, PoolKind::Adaptive];
 
-/// The pool kinds `args` asks for (`--pools`), or every kind.
+/// Every executor of async items (`--items async`), in table order.
+pub const ASYNC_KINDS: [PoolKind; 3] =
+    [PoolKind::TokioDefault, PoolKind::TokioOptimal, PoolKind::CotenantAsync];
+
+/// The pool kinds `args` asks for (`--pools`), or every kind of its items.
 fn kinds(args: &LabArgs) -> Vec<PoolKind> {
-    if args.pools.is_empty() {
-        KINDS.to_vec()
-    } else {
+    if !args.pools.is_empty() {
         args.pools.clone()
+    } else if args.items == Items::Async {
+        ASYNC_KINDS.to_vec()
+    } else {
+        KINDS.to_vec()
     }
+}
+
+/// Whether `args`' items, pool kinds and wait agree (checked before the lab starts anything):
+/// the executors serve async items only and the pools thread items only, and
+/// `--async-wait-ms` is for async items. `Err` names the option and what to do instead.
+pub fn check_items(args: &LabArgs) -> Result<(), String> {
+    let asynchronous = args.items == Items::Async;
+    if let Some(&kind) = args.pools.iter().find(|kind| kind.is_async() != asynchronous) {
+        return Err(if asynchronous {
+            format!(
+                "--pools {}: with --items async the kinds are tokio-default, tokio-optimal and cotenant-async",
+                kind_name(kind)
+            )
+        } else {
+            format!(
+                "--pools {}: this kind serves async items (`lab neighbours --items async`)",
+                kind_name(kind)
+            )
+        });
+    }
+    if !asynchronous && args.async_wait_ms.is_some() {
+        return Err("--async-wait-ms: only with --items async (thread items do not wait)".to_owned());
+    }
+    Ok(())
 }
 
 /// Where the processes of a run live.
@@ -68,6 +98,8 @@ pub struct RunConfig {
     pub go_chunks: u32,
     /// Chunks per item for the Rust kinds (0: each process calibrates itself).
     pub chunks: u32,
+    /// How long an async item waits on its timer before it computes (ms; the async kinds).
+    pub async_wait_ms: f64,
 }
 
 /// The name of `kind` in tables, verdicts and rows: its one spelling, the same as its JSON
@@ -83,6 +115,9 @@ pub fn kind_name(kind: PoolKind) -> &'static str {
         PoolKind::GoDefault => "go-default",
         PoolKind::GoOptimal => "go-optimal",
         PoolKind::GoCotenant => "go-cotenant",
+        PoolKind::TokioDefault => "tokio-default",
+        PoolKind::TokioOptimal => "tokio-optimal",
+        PoolKind::CotenantAsync => "cotenant-async",
     }
 }
 
@@ -189,17 +224,22 @@ impl Plan {
             let (setting, load, processes) = (group[0].setting, group[0].load, group[0].processes);
             if let Some(v) = verdict(&aggregates, setting, load, processes)
                 .or_else(|| go_verdict(&aggregates, setting, load, processes))
+                .or_else(|| async_verdict(&aggregates, setting, load, processes))
             {
                 verdicts.push(v);
             }
             verdicts.extend(verdict_of(PoolKind::Plain, &aggregates, setting, load, processes));
+        }
+        // The targets of the async items, once for the plan: each says which load it needs.
+        if self.pools.iter().any(|&(kind, _)| kind == PoolKind::CotenantAsync) {
+            verdicts.extend(async_acceptance(&aggregates));
         }
         Ok((aggregates, verdicts))
     }
 
     /// The `neighbours` plan for `args` on `lab`'s host: P = 1..2×CPUs (quick: 1, 2), loads
     /// from `--load` (default 70 % and the 150 % overload), both settings when real cgroups
-    /// exist.
+    /// exist; the pool kinds, or with `--items async` the executors of async items.
     pub fn neighbours(lab: &Lab, args: &LabArgs) -> Plan {
         let processes = if !args.processes.is_empty() {
             args.processes.clone()

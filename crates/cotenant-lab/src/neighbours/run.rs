@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::aggregate::{figures, RunFigures};
 use super::plan::{kind_name, Key, Plan, RunConfig, Setting};
 use super::verdict::{charts, table};
-use crate::args::{GoItems, LabArgs, PoolKind};
+use crate::args::{GoItems, Items, LabArgs, PoolKind, DEFAULT_ASYNC_WAIT_MS};
 use crate::gobuild::{go_worker, GoWorker};
 use crate::runner::{run_workers, WorkerSpec};
 use crate::worker::WorkerReport;
@@ -104,9 +104,9 @@ fn is_go(kind: PoolKind) -> bool {
     matches!(kind, PoolKind::GoDefault | PoolKind::GoOptimal | PoolKind::GoCotenant)
 }
 
-/// Runs `config.processes` workers at once on a host of `cpus` CPUs and returns their reports.
-pub fn run_once(config: &RunConfig, cpus: u32, layout: Option<&Layout>) -> anyhow::Result<Vec<WorkerReport>> {
-    let args = vec![
+/// The arguments of `lab-worker` for `config` (the Rust kinds, thread items or async).
+pub(super) fn lab_worker_args(config: &RunConfig) -> Vec<String> {
+    let mut args = vec![
         "--pool".to_owned(),
         kind_name(config.kind).to_owned(),
         "--share-factor".to_owned(),
@@ -122,13 +122,27 @@ pub fn run_once(config: &RunConfig, cpus: u32, layout: Option<&Layout>) -> anyho
         "--seed".to_owned(),
         config.repeat.to_string(),
     ];
-    let mut args = args;
     if config.chunks > 0 {
         args.extend(["--chunks".to_owned(), config.chunks.to_string()]);
     }
-    // An `adaptive` run's processes share the lab's token set for its duration (removed when
-    // it ends; the runner names it to every worker in `COTENANT_TOKENS_SET`).
-    let _tokens = if config.kind == PoolKind::Adaptive { Some(LabTokens::create(cpus)?) } else { None };
+    if config.kind.is_async() {
+        args.extend(["--async-wait-ms".to_owned(), config.async_wait_ms.to_string()]);
+    }
+    args
+}
+
+/// Whether the processes of a `kind` run share the lab's token set: the default pool's kinds.
+fn shares_tokens(kind: PoolKind) -> bool {
+    matches!(kind, PoolKind::Adaptive | PoolKind::CotenantAsync)
+}
+
+/// Runs `config.processes` workers at once on a host of `cpus` CPUs and returns their reports.
+pub fn run_once(config: &RunConfig, cpus: u32, layout: Option<&Layout>) -> anyhow::Result<Vec<WorkerReport>> {
+    let args = lab_worker_args(config);
+    // An `adaptive` (or `cotenant-async`) run's processes share the lab's token set for its
+    // duration (removed when it ends; the runner names it to every worker in
+    // `COTENANT_TOKENS_SET`).
+    let _tokens = if shares_tokens(config.kind) { Some(LabTokens::create(cpus)?) } else { None };
     // The cgroups live until the run ends (dropped after the workers are reaped).
     let mut cgroups = Vec::new();
     if let Some(layout) = layout {
@@ -175,6 +189,28 @@ pub fn run_once(config: &RunConfig, cpus: u32, layout: Option<&Layout>) -> anyho
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     run_workers(&specs)
+}
+
+/// `neighbours`: the pool kinds on thread items, or with `--items async` the executors on
+/// futures, whose report says how they run.
+pub fn run_neighbours(lab: &Lab, args: &LabArgs) -> anyhow::Result<Outcome> {
+    let mut outcome = run_plan(lab, args, &Plan::neighbours(lab, args), "neighbours")?;
+    if args.items == Items::Async {
+        outcome.report = format!(
+            "Every item is a future that awaits a timer of {} ms, then computes the thread items' \
+             work inside the poll that resumes it (a lightweight thread: it waits, then runs on a \
+             worker). Kinds: tokio-default, a tokio multi-thread runtime with its default workers \
+             (one per CPU the process sees); tokio-optimal, tokio with max(1, CPUs / P) workers set \
+             once; cotenant-async, the cotenant executor (`Pool::spawn_future`) on the default pool \
+             (the adaptive policy, sharing host CPU tokens with the run's other processes), whose \
+             timers a current-thread tokio runtime on its own thread drives. Service time is the \
+             compute alone; end-to-end time runs from the scheduled arrival to the end of the \
+             compute, the timer's wait included for every kind alike.\n\n{}",
+            args.async_wait_ms.unwrap_or(DEFAULT_ASYNC_WAIT_MS),
+            outcome.report
+        );
+    }
+    Ok(outcome)
 }
 
 /// `go-neighbours`: skipped with a note, not failed, when Go is missing or its build fails.
@@ -258,7 +294,8 @@ struct ConfigRow {
 }
 
 /// The row of a run that ended: its configuration, then what it measured. The optional keys
-/// belong to some kinds only (Go, Rust or `adaptive`), and are absent from the others' rows.
+/// belong to some kinds only (Go, Rust, async or `adaptive`), and are absent from the others'
+/// rows.
 #[derive(Debug, Serialize)]
 struct MeasuredRow {
     /// The run's configuration, its keys side by side with the figures'.
@@ -273,6 +310,9 @@ struct MeasuredRow {
     /// Chunks of work per item of the Rust workers, calibrated once (Rust kinds only).
     #[serde(skip_serializing_if = "Option::is_none")]
     chunks: Option<u32>,
+    /// How long each item waited on its timer before it computed (ms; the async kinds only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    async_wait_ms: Option<f64>,
     /// CPUs the processes used over the run, all their threads (CPUs; Rust kinds, when the
     /// run's wall time was measured).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -330,6 +370,7 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
             go_items: args.go_items,
             go_chunks: plan.go_chunks,
             chunks,
+            async_wait_ms: args.async_wait_ms.unwrap_or(DEFAULT_ASYNC_WAIT_MS),
         };
         let busy_before = lab.quiet_check();
         eprintln!(
@@ -373,12 +414,14 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
         // Fairness between the processes: Jain's index of their throughputs (1 = equal).
         let throughputs: Vec<f64> = reports.iter().map(|r| r.summary.throughput_per_s).collect();
         let targets: Vec<String> = reports.iter().map(|r| r.final_target.to_string()).collect();
-        let adaptive = kind == PoolKind::Adaptive;
+        // The token counts of the default pool's kinds.
+        let adaptive = shares_tokens(kind);
         let row = MeasuredRow {
             config: config_row,
             go_items: (!rust).then_some(args.go_items),
             go_chunks: (!rust).then_some(plan.go_chunks),
             chunks: rust.then_some(chunks),
+            async_wait_ms: kind.is_async().then_some(config.async_wait_ms),
             cpus_used: (rust && wall_ns > 0).then_some(used_ns as f64 / wall_ns as f64),
             cpu_us_per_item: (rust && completed > 0 && workers_ns > 0)
                 .then_some(workers_ns as f64 / completed as f64 / 1000.0),

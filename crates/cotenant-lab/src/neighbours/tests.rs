@@ -1,9 +1,9 @@
-//! Unit tests of `neighbours`: the pure reductions on recorded reports, and the Go worker's
-//! arguments.
+//! Unit tests of `neighbours`: the pure reductions on recorded reports, the Go worker's and
+//! `lab-worker`'s arguments, and the async items' kinds, plan, checks and verdicts.
 
-use super::run::go_worker_args;
+use super::run::{go_worker_args, lab_worker_args};
 use super::*;
-use crate::args::{GoItems, PoolKind};
+use crate::args::{Experiment, GoItems, Items, LabArgs, PoolKind};
 use crate::worker::{SummaryRow, WorkerReport};
 
 fn key(processes: u32, kind: PoolKind) -> Key {
@@ -79,6 +79,7 @@ fn the_go_worker_gets_its_own_arguments() {
         go_items,
         go_chunks: 0,
         chunks: 0,
+        async_wait_ms: 1.0,
     };
     let common = "--processes 2 --fair-cpus 1 --load 1.5 --service-ms 5 --duration-ms 5000 --seed 2";
     let joined = |kind, items| go_worker_args(&config(kind, items), 2).join(" ");
@@ -217,4 +218,200 @@ fn a_headline_without_the_ignorant_pool_has_no_verdict_and_a_run_without_loads_n
     let mut empty = headline_plan(&[]);
     empty.settings.clear();
     assert!(headline::chart(&aggregates, &empty).is_none());
+}
+
+/// A lab on a host of `cpus` CPUs without real cgroups (nothing is read or created).
+fn lab(cpus: u32) -> crate::Lab {
+    crate::Lab {
+        host: crate::host::HostFacts {
+            cpus,
+            kernel: String::new(),
+            cgroup_version: "v2".to_owned(),
+            loadavg_before: String::new(),
+            cgroups: "unavailable: a test".to_owned(),
+        },
+        layout: Err("a test".to_owned()),
+    }
+}
+
+fn neighbours_args(items: Items, pools: &[PoolKind]) -> LabArgs {
+    let mut args = LabArgs::defaults(Experiment::Neighbours);
+    args.items = items;
+    args.pools = pools.to_vec();
+    args
+}
+
+#[test]
+fn every_kind_has_one_name_in_tables_rows_and_on_the_command_line() {
+    use clap::ValueEnum as _;
+    for kind in KINDS.into_iter().chain(ASYNC_KINDS).chain([PoolKind::Fixed]) {
+        let serialized = serde_json::to_value(kind).unwrap();
+        assert_eq!(serialized, kind_name(kind), "{kind:?}: its JSON name");
+        // `lab-worker --pool` takes it under the same name.
+        let value = kind.to_possible_value().unwrap_or_else(|| panic!("{kind:?} is not a --pool value"));
+        assert_eq!(value.get_name(), kind_name(kind));
+    }
+    assert_eq!(ASYNC_KINDS.map(kind_name), ["tokio-default", "tokio-optimal", "cotenant-async"]);
+    assert!(ASYNC_KINDS.iter().all(|kind| kind.is_async()) && !KINDS.iter().any(|kind| kind.is_async()));
+    assert!(PoolKind::GoCotenant.to_possible_value().is_none(), "the Go kinds are no lab-worker pools");
+}
+
+#[test]
+fn async_items_plan_the_three_executors_and_thread_items_the_pools() {
+    let lab = lab(2);
+    let plan = Plan::neighbours(&lab, &neighbours_args(Items::Async, &[]));
+    assert_eq!(plan.pools, ASYNC_KINDS.map(|kind| (kind, 1.0)).to_vec());
+    assert_eq!(plan.settings, [Setting::OneCgroup], "no real cgroups: one cgroup only");
+    let plan = Plan::neighbours(&lab, &neighbours_args(Items::Threads, &[]));
+    assert_eq!(plan.pools, KINDS.map(|kind| (kind, 1.0)).to_vec());
+    let chosen = Plan::neighbours(&lab, &neighbours_args(Items::Async, &[PoolKind::CotenantAsync]));
+    assert_eq!(chosen.pools, [(PoolKind::CotenantAsync, 1.0)]);
+}
+
+#[test]
+fn items_pools_and_the_wait_must_agree() {
+    assert_eq!(check_items(&neighbours_args(Items::Async, &ASYNC_KINDS)), Ok(()));
+    assert_eq!(check_items(&neighbours_args(Items::Threads, &KINDS)), Ok(()));
+    assert_eq!(
+        check_items(&neighbours_args(Items::Async, &[PoolKind::CotenantAsync, PoolKind::Ignorant])),
+        Err("--pools ignorant: with --items async the kinds are tokio-default, tokio-optimal and \
+             cotenant-async"
+            .to_owned())
+    );
+    assert_eq!(
+        check_items(&neighbours_args(Items::Threads, &[PoolKind::Adaptive, PoolKind::TokioDefault])),
+        Err("--pools tokio-default: this kind serves async items (`lab neighbours --items async`)".to_owned())
+    );
+    let mut waiting = neighbours_args(Items::Threads, &[]);
+    waiting.async_wait_ms = Some(2.0);
+    assert!(check_items(&waiting).unwrap_err().starts_with("--async-wait-ms: only with --items async"));
+    waiting.items = Items::Async;
+    assert_eq!(check_items(&waiting), Ok(()));
+}
+
+/// `lab-worker`'s command line, as the CLI embeds it.
+#[derive(Debug, clap::Parser)]
+struct Worker {
+    #[command(flatten)]
+    args: crate::args::LabWorkerArgs,
+}
+
+#[test]
+fn lab_worker_gets_the_async_kind_and_its_wait_and_parses_them() {
+    use clap::Parser as _;
+    let config = |kind| RunConfig {
+        processes: 2,
+        kind,
+        share_factor: 1.0,
+        setting: Setting::OneCgroup,
+        load: 1.0,
+        service_ms: 5.0,
+        duration_ms: 1000,
+        repeat: 0,
+        go_items: GoItems::Limited,
+        go_chunks: 0,
+        chunks: 120,
+        async_wait_ms: 2.5,
+    };
+    let parsed = |kind| {
+        let mut line = vec!["lab-worker".to_owned()];
+        line.extend(lab_worker_args(&config(kind)));
+        line.extend(["--start-at-ns", "0", "--parent", "1"].map(str::to_owned));
+        Worker::try_parse_from(line).unwrap().args
+    };
+    let worker = parsed(PoolKind::CotenantAsync);
+    assert_eq!((worker.pool, worker.async_wait_ms, worker.chunks), (PoolKind::CotenantAsync, 2.5, Some(120)));
+    assert_eq!(parsed(PoolKind::TokioOptimal).pool, PoolKind::TokioOptimal);
+    let tokio = lab_worker_args(&config(PoolKind::TokioDefault));
+    assert!(tokio.ends_with(&["--async-wait-ms".to_owned(), "2.5".to_owned()]), "{tokio:?}");
+    assert!(!lab_worker_args(&config(PoolKind::Adaptive)).contains(&"--async-wait-ms".to_owned()));
+    let thread_items = parsed(PoolKind::Adaptive);
+    assert_eq!(thread_items.async_wait_ms, crate::args::DEFAULT_ASYNC_WAIT_MS, "the worker's default");
+}
+
+/// Recorded shapes of an async run at P = 2 in one cgroup: tokio's default runtime doubles the
+/// service tail at 100 %; the cotenant executor stays near the static split; at 70 % it queues
+/// a little longer end to end; at 150 % tokio-default's throughput was not recorded (0).
+fn async_aggregates() -> Vec<Aggregate> {
+    use PoolKind::*;
+    vec![
+        at_load(TokioDefault, 0.7, 9_000.0, 10_000.0, 280.0),
+        at_load(TokioOptimal, 0.7, 6_000.0, 12_000.0, 279.0),
+        at_load(CotenantAsync, 0.7, 6_100.0, 11_000.0, 280.0),
+        at_load(TokioDefault, 1.0, 20_000.0, 40_000.0, 400.0),
+        at_load(TokioOptimal, 1.0, 8_000.0, 50_000.0, 380.0),
+        at_load(CotenantAsync, 1.0, 8_800.0, 30_000.0, 392.0),
+        at_load(TokioDefault, 1.5, 21_000.0, 900_000.0, 0.0),
+        at_load(CotenantAsync, 1.5, 9_000.0, 800_000.0, 396.0),
+    ]
+}
+
+#[test]
+fn the_async_verdict_compares_the_cotenant_executor_with_tokios_default() {
+    let aggregates = async_aggregates();
+    assert_eq!(
+        async_verdict(&aggregates, Setting::OneCgroup, 1.0, 2).unwrap(),
+        "one cgroup, load 100%, P=2: cotenant-async service p99 0.44x tokio-default's and 1.10x \
+         tokio-optimal's; end-to-end p99 0.75x tokio-default's; throughput 0.98x tokio-default's"
+    );
+    // tokio-default's throughput of 0 has no ratio.
+    let overload = async_verdict(&aggregates, Setting::OneCgroup, 1.5, 2).unwrap();
+    assert!(overload.ends_with("throughput NaNx tokio-default's"), "{overload}");
+    assert_eq!(async_verdict(&aggregates, Setting::PerProcess, 1.0, 2), None);
+    assert_eq!(verdict(&aggregates, Setting::OneCgroup, 1.0, 2), None, "no thread pools, no pool verdict");
+    assert_eq!(go_verdict(&aggregates, Setting::OneCgroup, 1.0, 2), None);
+}
+
+#[test]
+fn the_async_targets_say_met_not_met_or_not_measured() {
+    let lines = async_acceptance(&async_aggregates());
+    assert_eq!(
+        lines,
+        [
+            "one cgroup, load 100%, P=2, target: cotenant-async service p99 1.10x tokio-optimal's \
+             (at most 1.20x): met",
+            "one cgroup, load 100%, P=2, target: cotenant-async service p99 0.44x tokio-default's \
+             (at most 0.60x): met",
+            "one cgroup, load 70%, P=2, target: cotenant-async end-to-end p99 1.10x tokio-default's \
+             (at most 1.00x): not met",
+            "one cgroup, load 150%, P=2, target: cotenant-async throughput against tokio-default's \
+             (at least 0.97x): not measured (tokio-default's is 0)",
+        ]
+    );
+    // A run without those loads (a quick one at 70 % only) measures one target of four.
+    let quick: Vec<Aggregate> = async_aggregates().into_iter().filter(|a| a.key.load == 0.7).collect();
+    let lines = async_acceptance(&quick);
+    assert_eq!(lines.len(), 4);
+    assert!(
+        lines[0].ends_with("against tokio-optimal's (at most 1.20x): not measured (no such run)"),
+        "{lines:?}"
+    );
+    assert!(lines[2].ends_with("not met") && lines[3].ends_with("not measured (no such run)"), "{lines:?}");
+}
+
+#[test]
+fn an_async_plan_ends_its_verdicts_with_the_targets() {
+    let plan = Plan {
+        settings: vec![Setting::OneCgroup],
+        loads: vec![0.7],
+        processes: vec![2],
+        pools: ASYNC_KINDS.map(|kind| (kind, 1.0)).to_vec(),
+        repeats: 1,
+        seconds: 1,
+        go_chunks: 0,
+        by_load: false,
+    };
+    let recorded = async_aggregates();
+    let (aggregates, verdicts) = plan
+        .execute(|key, _| {
+            let a = recorded.iter().find(|a| a.key.kind == key.kind && a.key.load == key.load).unwrap();
+            Ok(a.median)
+        })
+        .unwrap();
+    assert_eq!(aggregates.len(), 3);
+    assert_eq!(verdicts.len(), 1 + 4, "the comparison at 70 %, then the four targets: {verdicts:#?}");
+    assert!(verdicts[0].starts_with("one cgroup, load 70%, P=2: cotenant-async service p99"), "{verdicts:?}");
+    assert!(verdicts[1..].iter().all(|line| line.contains(", target: cotenant-async ")));
+    let table = table(&aggregates);
+    assert!(table.contains("| one cgroup | 70% | 2 | tokio-default |"), "{table}");
 }

@@ -1,5 +1,6 @@
-//! The report of a plan: the verdict lines (ratios of medians between pool kinds), the Markdown
-//! table and the charts. Pure: shared with `cotenant sim neighbours`.
+//! The report of a plan: the verdict lines (ratios of medians between pool kinds, and the
+//! targets of the async items), the Markdown table and the charts. Pure: shared with
+//! `cotenant sim neighbours`.
 
 use std::fmt::Write as _;
 
@@ -85,28 +86,170 @@ pub fn verdict_of(
 /// The verdict line of `go-neighbours` for one setting, load and P: the cotenant controller
 /// against Go's default GOMAXPROCS (and the static split, when it ran), from the medians.
 pub fn go_verdict(aggregates: &[Aggregate], setting: Setting, load: f64, processes: u32) -> Option<String> {
+    let kinds = [PoolKind::GoCotenant, PoolKind::GoDefault, PoolKind::GoOptimal];
+    against_default(aggregates, setting, load, processes, kinds)
+}
+
+/// The verdict line of `neighbours --items async` for one setting, load and P: the cotenant
+/// executor against tokio's default runtime (and the static split, when it ran), from the
+/// medians.
+pub fn async_verdict(
+    aggregates: &[Aggregate],
+    setting: Setting,
+    load: f64,
+    processes: u32,
+) -> Option<String> {
+    let kinds = [PoolKind::CotenantAsync, PoolKind::TokioDefault, PoolKind::TokioOptimal];
+    against_default(aggregates, setting, load, processes, kinds)
+}
+
+/// The line of a runtime's comparison: `ours` against the runtime's `default` (and its static
+/// `split`, when it ran), from the medians.
+fn against_default(
+    aggregates: &[Aggregate],
+    setting: Setting,
+    load: f64,
+    processes: u32,
+    [ours, default, split]: [PoolKind; 3],
+) -> Option<String> {
     let find = |kind| find_kind(aggregates, setting, load, processes, kind);
-    let (controlled, default) = (find(PoolKind::GoCotenant)?, find(PoolKind::GoDefault)?);
+    let (controlled, base) = (find(ours)?, find(default)?);
+    let (name, base_name) = (kind_name(ours), kind_name(default));
     let mut line = format!(
-        "{}, load {:.0}%, P={processes}: go-cotenant service p99 {:.2}x go-default's",
+        "{}, load {:.0}%, P={processes}: {name} service p99 {:.2}x {base_name}'s",
         setting.name(),
         load * 100.0,
-        ratio(controlled.median.service_p99_us, default.median.service_p99_us)
+        ratio(controlled.median.service_p99_us, base.median.service_p99_us)
     );
-    if let Some(split) = find(PoolKind::GoOptimal) {
+    if let Some(static_split) = find(split) {
         let _ = write!(
             line,
-            " and {:.2}x go-optimal's",
-            ratio(controlled.median.service_p99_us, split.median.service_p99_us)
+            " and {:.2}x {}'s",
+            ratio(controlled.median.service_p99_us, static_split.median.service_p99_us),
+            kind_name(split)
         );
     }
     let _ = write!(
         line,
-        "; end-to-end p99 {:.2}x go-default's; throughput {:.2}x go-default's",
-        ratio(controlled.median.e2e_p99_us, default.median.e2e_p99_us),
-        ratio(controlled.median.throughput_per_s, default.median.throughput_per_s),
+        "; end-to-end p99 {:.2}x {base_name}'s; throughput {:.2}x {base_name}'s",
+        ratio(controlled.median.e2e_p99_us, base.median.e2e_p99_us),
+        ratio(controlled.median.throughput_per_s, base.median.throughput_per_s),
     );
     Some(line)
+}
+
+/// A figure an async target compares.
+#[derive(Debug, Clone, Copy)]
+enum Figure {
+    ServiceP99,
+    EndToEndP99,
+    Throughput,
+}
+
+impl Figure {
+    fn name(self) -> &'static str {
+        match self {
+            Figure::ServiceP99 => "service p99",
+            Figure::EndToEndP99 => "end-to-end p99",
+            Figure::Throughput => "throughput",
+        }
+    }
+
+    fn of(self, figures: &RunFigures) -> f64 {
+        match self {
+            Figure::ServiceP99 => figures.service_p99_us,
+            Figure::EndToEndP99 => figures.e2e_p99_us,
+            Figure::Throughput => figures.throughput_per_s,
+        }
+    }
+}
+
+/// What the cotenant executor should show against tokio, in one cgroup at P = 2: at `load`,
+/// its `figure` over `against`'s at most `bound` (`at_most`) or at least `bound`.
+struct AsyncTarget {
+    load: f64,
+    figure: Figure,
+    against: PoolKind,
+    bound: f64,
+    at_most: bool,
+}
+
+/// The async items' targets: a service tail at full load within 1.2x of the static split's and
+/// 0.6x of tokio's default's; at 70 %, an end-to-end tail no longer than tokio's default's; under
+/// the 150 % overload, at least 0.97x its throughput.
+const ASYNC_TARGETS: [AsyncTarget; 4] = [
+    AsyncTarget {
+        load: 1.0,
+        figure: Figure::ServiceP99,
+        against: PoolKind::TokioOptimal,
+        bound: 1.2,
+        at_most: true,
+    },
+    AsyncTarget {
+        load: 1.0,
+        figure: Figure::ServiceP99,
+        against: PoolKind::TokioDefault,
+        bound: 0.6,
+        at_most: true,
+    },
+    AsyncTarget {
+        load: 0.7,
+        figure: Figure::EndToEndP99,
+        against: PoolKind::TokioDefault,
+        bound: 1.0,
+        at_most: true,
+    },
+    AsyncTarget {
+        load: 1.5,
+        figure: Figure::Throughput,
+        against: PoolKind::TokioDefault,
+        bound: 0.97,
+        at_most: false,
+    },
+];
+
+/// The processes of the async targets' runs (in one cgroup).
+const ASYNC_TARGET_PROCESSES: u32 = 2;
+
+/// One line per async target, from the medians: the ratio, the bound and "met" or "not met";
+/// "not measured" when the run has no such configuration (that load, one cgroup, P = 2) or a
+/// figure to divide by is 0.
+pub fn async_acceptance(aggregates: &[Aggregate]) -> Vec<String> {
+    let (setting, processes) = (Setting::OneCgroup, ASYNC_TARGET_PROCESSES);
+    ASYNC_TARGETS
+        .iter()
+        .map(|target| {
+            let find = |kind: PoolKind| {
+                aggregates.iter().find(|a| {
+                    a.key.setting == setting
+                        && a.key.processes == processes
+                        && a.key.kind == kind
+                        && (a.key.load - target.load).abs() < 1e-9
+                })
+            };
+            let against = kind_name(target.against);
+            let head = format!(
+                "{}, load {:.0}%, P={processes}, target: cotenant-async {}",
+                setting.name(),
+                target.load * 100.0,
+                target.figure.name()
+            );
+            let bound =
+                format!("({} {:.2}x)", if target.at_most { "at most" } else { "at least" }, target.bound);
+            let measured = find(PoolKind::CotenantAsync).zip(find(target.against)).map(|(ours, theirs)| {
+                ratio(target.figure.of(&ours.median), target.figure.of(&theirs.median))
+            });
+            match measured {
+                Some(r) if r.is_finite() => {
+                    let met = if target.at_most { r <= target.bound } else { r >= target.bound };
+                    let said = if met { "met" } else { "not met" };
+                    format!("{head} {r:.2}x {against}'s {bound}: {said}")
+                }
+                Some(_) => format!("{head} against {against}'s {bound}: not measured ({against}'s is 0)"),
+                None => format!("{head} against {against}'s {bound}: not measured (no such run)"),
+            }
+        })
+        .collect()
 }
 
 /// The Markdown table of `aggregates`.

@@ -93,3 +93,41 @@ fn a_flag_an_experiment_does_not_read_is_refused() {
     }
     assert_eq!(parse(&["all", "--quick", "--seconds", "2", "--repeats", "1"]).unwrap().seconds, Some(2));
 }
+
+#[test]
+fn neighbours_takes_the_kind_of_items_and_the_async_wait() {
+    let args =
+        parse(&["neighbours", "--items", "async", "--async-wait-ms", "2.5", "--pools", "tokio-default"])
+            .unwrap();
+    assert_eq!((args.items, args.async_wait_ms), (Items::Async, Some(2.5)));
+    assert_eq!(args.pools, [PoolKind::TokioDefault]);
+    let defaults = LabArgs::defaults(Experiment::Neighbours);
+    let plain = parse(&["neighbours"]).unwrap();
+    assert_eq!((plain.items, plain.async_wait_ms), (defaults.items, defaults.async_wait_ms));
+    assert_eq!(plain.items, Items::Threads, "thread items unless asked");
+    for kind in ["tokio-default", "tokio-optimal", "cotenant-async"] {
+        assert!(parse(&["neighbours", "--items", "async", "--pools", kind]).is_ok(), "{kind}");
+    }
+}
+
+#[test]
+fn bad_items_and_waits_are_refused_naming_the_option() {
+    for (args, option) in [
+        (&["neighbours", "--items", "fibres"][..], "--items"),
+        (&["neighbours", "--items", "async", "--async-wait-ms", "0"][..], "--async-wait-ms"),
+        (&["neighbours", "--items", "async", "--async-wait-ms", "5000"][..], "--async-wait-ms"),
+        (&["neighbours", "--items", "async", "--async-wait-ms", "soon"][..], "--async-wait-ms"),
+        (&["neighbours", "--pools", "tokio-later"][..], "--pools"),
+    ] {
+        let error = parse(args).unwrap_err();
+        // A value outside the list (InvalidValue) or refused by its parser (ValueValidation).
+        let refused = [clap::error::ErrorKind::InvalidValue, clap::error::ErrorKind::ValueValidation];
+        assert!(refused.contains(&error.kind()), "{args:?}: {error}");
+        assert!(error.to_string().contains(option), "{args:?}: {error}");
+    }
+    // Only `neighbours` has items of two kinds.
+    for args in [&["go-neighbours", "--items", "async"][..], &["headline", "--async-wait-ms", "2"][..]] {
+        let error = parse(args).unwrap_err();
+        assert_eq!(error.kind(), clap::error::ErrorKind::UnknownArgument, "{args:?}: {error}");
+    }
+}
