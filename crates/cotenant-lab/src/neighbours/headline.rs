@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 
 use super::aggregate::{Aggregate, RunFigures};
 use super::plan::{kind_name, Plan, Setting};
+use super::verdict::{find_kind, ratio};
 use crate::args::PoolKind;
 use crate::{Chart, Series};
 
@@ -37,15 +38,7 @@ pub fn label(kind: PoolKind) -> String {
     }
 }
 
-fn ratio(a: f64, b: f64) -> f64 {
-    if b > 0.0 {
-        a / b
-    } else {
-        f64::NAN
-    }
-}
-
-/// The aggregate of `kind` at this setting, P and load.
+/// The aggregate of `kind` at this setting, P and load (`verdict.rs`'s lookup).
 fn find(
     aggregates: &[Aggregate],
     setting: Setting,
@@ -53,9 +46,7 @@ fn find(
     load: f64,
     kind: PoolKind,
 ) -> Option<&Aggregate> {
-    aggregates.iter().find(|a| {
-        a.key.setting == setting && a.key.processes == processes && a.key.load == load && a.key.kind == kind
-    })
+    find_kind(aggregates, setting, load, processes, kind)
 }
 
 /// The loads of `plan`, lowest first.
@@ -90,28 +81,28 @@ pub fn verdicts(aggregates: &[Aggregate], plan: &Plan) -> Vec<String> {
                 if several {
                     let _ = write!(line, "{}, P={processes}: ", setting.name());
                 }
-                let gains: Vec<String> = pairs
-                    .iter()
-                    .map(|(load, ours, ignorant)| {
-                        format!(
-                            "{:.2}x at {:.0}%",
-                            ratio(ours.median.service_p99_us, ignorant.median.service_p99_us),
-                            load * 100.0
-                        )
-                    })
-                    .collect();
-                let _ = write!(line, "{}: service p99 {} of ignorant's; ", label(kind), gains.join(", "));
-                let end_to_end: Vec<String> = pairs
-                    .iter()
-                    .map(|(load, ours, ignorant)| {
-                        format!(
-                            "{:.2}x at {:.0}%",
-                            ratio(ours.median.e2e_p99_us, ignorant.median.e2e_p99_us),
-                            load * 100.0
-                        )
-                    })
-                    .collect();
-                let _ = write!(line, "end-to-end p99 {}", end_to_end.join(", "));
+                // "0.45x at 50%, 0.41x at 70%, ..." of one figure against ignorant's.
+                let ratios = |figure: fn(&RunFigures) -> f64| -> String {
+                    pairs
+                        .iter()
+                        .map(|(load, ours, ignorant)| {
+                            format!(
+                                "{:.2}x at {:.0}%",
+                                ratio(figure(&ours.median), figure(&ignorant.median)),
+                                load * 100.0
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let _ = write!(
+                    line,
+                    "{}: service p99 {} of ignorant's; ",
+                    label(kind),
+                    ratios(|f| f.service_p99_us)
+                );
+                let end_to_end = ratios(|f| f.e2e_p99_us);
+                let _ = write!(line, "end-to-end p99 {end_to_end}");
                 let first_above = pairs
                     .iter()
                     .find(|(_, ours, ignorant)| ours.median.e2e_p99_us > ignorant.median.e2e_p99_us);

@@ -9,7 +9,8 @@ use super::plan::{kind_name, Plan, Setting};
 use crate::args::PoolKind;
 use crate::{Chart, Series};
 
-fn ratio(a: f64, b: f64) -> f64 {
+/// `a / b`, NaN when `b` is not positive (a figure to divide by that is missing or 0).
+pub(super) fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 {
         a / b
     } else {
@@ -18,7 +19,7 @@ fn ratio(a: f64, b: f64) -> f64 {
 }
 
 /// The aggregate of `kind` at this setting, load and P (`share` at factor 1, the seed's).
-fn find_kind(
+pub(super) fn find_kind(
     aggregates: &[Aggregate],
     setting: Setting,
     load: f64,
@@ -219,14 +220,7 @@ pub fn async_acceptance(aggregates: &[Aggregate]) -> Vec<String> {
     ASYNC_TARGETS
         .iter()
         .map(|target| {
-            let find = |kind: PoolKind| {
-                aggregates.iter().find(|a| {
-                    a.key.setting == setting
-                        && a.key.processes == processes
-                        && a.key.kind == kind
-                        && (a.key.load - target.load).abs() < 1e-9
-                })
-            };
+            let find = |kind: PoolKind| find_kind(aggregates, setting, target.load, processes, kind);
             let against = kind_name(target.against);
             let head = format!(
                 "{}, load {:.0}%, P={processes}, target: cotenant-async {}",
