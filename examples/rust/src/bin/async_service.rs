@@ -56,7 +56,7 @@ const MAX_CONNECTIONS: u64 = 1000;
 
 const USAGE: &str = "usage: async_service [--addr HOST:PORT]
        async_service --once
-       async_service --bench [--seconds S] [--rounds R] [--connections C] [--work-ms M]";
+       async_service --bench [--seconds S] [--rounds R] [--connections C] [--work-ms M] [--fixed-pool]";
 
 fn main() -> ExitCode {
     let result = parse_args(std::env::args().skip(1)).map_err(BoxError::from).and_then(|mode| match mode {
@@ -236,7 +236,15 @@ async fn ctrl_c() {
 
 /// The pool, the I/O thread, and a listener on `addr` registered with that thread's reactor.
 fn start(addr: &str) -> Result<(Arc<Pool>, IoDriver, tokio::net::TcpListener), BoxError> {
-    let pool = Arc::new(Pool::builder().name(POOL_NAME).build()?);
+    start_with(addr, Pool::builder().name(POOL_NAME))
+}
+
+/// `start` with the pool `builder` gives.
+fn start_with(
+    addr: &str,
+    builder: cotenant::Builder,
+) -> Result<(Arc<Pool>, IoDriver, tokio::net::TcpListener), BoxError> {
+    let pool = Arc::new(builder.build()?);
     let io = IoDriver::start()?;
     let listener = bind(io.handle(), addr)?;
     Ok((pool, io, listener))
@@ -321,16 +329,32 @@ struct BenchArgs {
     connections: usize,
     /// 0: `GET /`; else `GET /work?ms=M`.
     work_ms: u64,
+    /// The cotenant server's pool runs every worker (`Policy::fixed`) instead of the default
+    /// adaptive policy: the benchmark's client shares the process and its two CPUs, and the
+    /// default pool sizes itself against it as against any neighbour; a fixed pool shows the
+    /// executor's own cost.
+    fixed_pool: bool,
 }
 
 impl Default for BenchArgs {
     fn default() -> Self {
-        BenchArgs { seconds: Duration::from_secs(3), rounds: 5, connections: 16, work_ms: 0 }
+        BenchArgs {
+            seconds: Duration::from_secs(3),
+            rounds: 5,
+            connections: 16,
+            work_ms: 0,
+            fixed_pool: false,
+        }
     }
 }
 
 fn bench(args: &BenchArgs) -> Result<(), BoxError> {
-    let (pool, io, cotenant_listener) = start("127.0.0.1:0")?;
+    let builder = match args.fixed_pool {
+        true => Pool::builder().name(POOL_NAME).policy(cotenant::Policy::fixed(cotenant::cpus::get())),
+        false => Pool::builder().name(POOL_NAME),
+    };
+    let (pool, io, cotenant_listener) = start_with("127.0.0.1:0", builder)?;
+    let policy = if args.fixed_pool { "fixed" } else { "default adaptive" };
     let runtime_error = |what: &str, error: std::io::Error| format!("cannot build {what}: {error}");
     let tokio_runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -343,7 +367,7 @@ fn bench(args: &BenchArgs) -> Result<(), BoxError> {
     let tokio_listener = bind(tokio_runtime.handle(), "127.0.0.1:0")?;
     let addrs = [cotenant_listener.local_addr()?, tokio_listener.local_addr()?];
     let names = [
-        format!("cotenant executor ({} pool threads, 1 tokio I/O thread)", pool.threads()),
+        format!("cotenant executor ({} pool threads, {policy} policy, 1 tokio I/O thread)", pool.threads()),
         format!("tokio multi-thread ({} workers)", tokio_runtime.metrics().num_workers()),
     ];
     let (stop_cotenant, cotenant_stopped) = oneshot::channel::<()>();
@@ -388,6 +412,12 @@ fn bench(args: &BenchArgs) -> Result<(), BoxError> {
     print!("{}", render_table(&rows));
     println!();
     println!("{}", verdict(rows[0].median, rows[1].median));
+    let metrics = pool.metrics();
+    println!(
+        "cotenant pool at the end: target {} of {} threads, {} decisions; the client's thread shares the \
+         process and its CPUs, and the default pool counts it as a neighbour (--fixed-pool: every worker)",
+        metrics.target, metrics.threads, metrics.decisions
+    );
     Ok(())
 }
 
@@ -440,6 +470,10 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Mode, String> {
         match arg.as_str() {
             "--once" => once = true,
             "--bench" => bench = true,
+            "--fixed-pool" => {
+                bench_args.fixed_pool = true;
+                bench_flag.get_or_insert_with(|| "--fixed-pool".to_owned());
+            }
             "--addr" => addr = Some(value(&mut args, "--addr")?),
             flag @ ("--seconds" | "--rounds" | "--connections" | "--work-ms") => {
                 let text = value(&mut args, flag)?;
@@ -515,7 +549,8 @@ mod tests {
                 seconds: Duration::from_millis(500),
                 rounds: 3,
                 connections: 4,
-                work_ms: 2
+                work_ms: 2,
+                fixed_pool: false
             }))
         );
     }
