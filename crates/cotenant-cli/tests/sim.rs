@@ -244,3 +244,33 @@ fn bandwidth_variants_writes_blocking_and_the_timeline_chart() {
     assert!(svg.contains("<svg") && svg.contains("global pool") && svg.contains("local pool, CPU 0"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn neighbours_takes_a_scheduler_model() {
+    let out = cotenant(&[
+        "sim",
+        "neighbours",
+        "--cpus",
+        "2",
+        "--processes",
+        "2",
+        "--pools",
+        "ignorant,adaptive",
+        "--duration",
+        "2s",
+        "--warmup",
+        "1s",
+        "--repeats",
+        "1",
+        "--scheduler",
+        "linux",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let model = v["host"]["model"].as_str().unwrap_or_default();
+    assert!(model.starts_with("Linux 6.6"), "{model:?}");
+    let out = cotenant(&["sim", "neighbours", "--scheduler", "bsd"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--scheduler"));
+}

@@ -1,8 +1,10 @@
 //! A shared host, event by event: M CPUs under a fair scheduler, processes with thread pools
 //! that run **the library's own policy code** ([`cotenant::Policy::decide`]), and open-loop
 //! CPU-bound work (issue 10 item 2; seed 000 §5, Figure 7, at sizes this machine lacks).
+//! [`HostConfig::scheduler`] chooses the scheduler model: the idealised one below (the default)
+//! or Linux's (issue 40), so that results compare side by side.
 //!
-//! **Scheduler** (an idealised CFS). One run queue for the whole host (idealised load
+//! **Scheduler** (an idealised CFS, [`SchedulerModel::Idealised`]). One run queue for the whole host (idealised load
 //! balancing: a thread runs on any CPU that is free). Fairness is by virtual runtime: every
 //! running thread's `vruntime` grows with the CPU time it gets. With [`Fairness::Processes`]
 //! (one cgroup per process, equal weights, as containers are) the choice is two-level, as in
@@ -26,6 +28,35 @@
 //! - Constants are the kernel's defaults (`sched_latency` 6 ms, `min_granularity` 0.75 ms,
 //!   `wakeup_granularity` 1 ms, each scaled by `1 + log2(min(CPUs, 8))`), ticks at 250 Hz.
 //!
+//! **Scheduler (Linux)** ([`SchedulerModel::Linux`]: Linux 6.6 and later, `host/linux/`; each
+//! rule names the function of kernel/sched/fair.c it models). Every CPU has its own run queue.
+//! - **EEVDF**: a CPU runs the *eligible* entity (`vruntime` at most the queue's weighted
+//!   average `V`: it has not had more than its share) with the earliest virtual deadline
+//!   (`vruntime` + base slice / weight; the base slice is `min_granularity`, 0.75 ms scaled as
+//!   above). At a tick, a thread whose `vruntime` has passed its deadline gets a new one and
+//!   the CPU reschedules; until then (`RUN_TO_PARITY`) it keeps the CPU while eligible, so a
+//!   5 ms item runs in slices of whole ticks when others wait.
+//! - **Wake-ups**: a woken thread keeps the lag it had when it slept (`V - vruntime`, clamped
+//!   to two slices, not decayed however long it slept) and is placed at `V` minus that lag,
+//!   scaled for its own weight, with a fresh deadline; it preempts the running thread only if
+//!   the EEVDF pick, the running thread's protection included, now prefers it. Its CPU:
+//!   `wake_affine` between the waker's CPU and its previous one, then the first idle of that
+//!   target, its previous CPU, its recently used CPU, or an idle CPU found by a scan whose
+//!   length shrinks as the host gets busier (none from about 85 % busy; 60 % on 2 CPUs);
+//!   failing all, the busy target: so a woken thread can queue behind a busy one while
+//!   another CPU idles.
+//! - **Balancing**: a CPU about to idle pulls one waiting thread from the busiest CPU; a busy
+//!   CPU balances every `CPUs` ms to twice that, times 16, at its tick; idle CPUs are balanced
+//!   from a busy CPU's tick when due. A thread that ran within 0.5 ms is not moved until
+//!   balances have failed twice; an idle CPU takes threads by count, a busy one by load.
+//! - **Groups** ([`Fairness::Processes`]): on each CPU, a process's threads queue under its
+//!   group entity, whose weight is the process's (1024) times its share of the process's
+//!   runnable threads on that CPU (at least 2), brought up to date at that CPU's ticks,
+//!   wake-ups and departures; the pick is EEVDF among the group entities, then among the
+//!   threads of the group picked. [`Fairness::Threads`]: one level.
+//! - The submitting and control threads of the processes are not simulated threads: the CPU a
+//!   worker is woken from is placed as such a thread waking from a timer would be.
+//!
 //! **Pools**, as `crates/cotenant/src/pool` builds them (its README, steps P, S, T and W):
 //! `threads` workers indexed from 0, of which those below `target` may run. A task that
 //! arrives wakes the lowest-index parked worker below the target, if any; a worker takes the
@@ -48,7 +79,8 @@
 //!
 //! | file | what it owns |
 //! |---|---|
-//! | `host/sched.rs` | the scheduler: [`Fairness`], [`SchedParams`], threads, groups, ticks, wake-ups |
+//! | `host/sched.rs` | the scheduler: [`Fairness`], [`SchedParams`], [`SchedulerModel`], threads, groups, ticks, wake-ups; the hand-over to the Linux model |
+//! | `host/linux/` | the Linux model: `eevdf.rs` (one run queue), `group.rs` (the levels and shares), `placement.rs` (wake-up placement), `balance.rs` (load balancing), its tests |
 //! | `host/pool.rs` | the pools: workers that park and wake, the host's CPU tokens, the controller |
 //! | `host/workload.rs` | the work: [`ProcessConfig`], [`Arrivals`], the next arrival |
 //! | `host/run.rs` | the runner: [`HostConfig`], the event loop, [`HostRun`], [`quantile`] |
@@ -56,13 +88,14 @@
 //! [`Sample`]: cotenant::policy::Sample
 //! [`Policy`]: cotenant::Policy
 
+mod linux;
 mod pool;
 mod run;
 mod sched;
 mod workload;
 
 pub use run::{quantile, simulate, HostConfig, HostRun, ProcessRun};
-pub use sched::{Fairness, SchedParams};
+pub use sched::{Fairness, SchedParams, SchedulerModel};
 pub use workload::{Arrivals, ProcessConfig};
 
 const MS: u64 = 1_000_000;

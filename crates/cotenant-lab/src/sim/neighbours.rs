@@ -10,18 +10,39 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use cotenant::Policy;
-use cotenant_sim::host::{self, quantile, Arrivals, Fairness, HostConfig, ProcessConfig, SchedParams};
+use cotenant_sim::host::{
+    self, quantile, Arrivals, Fairness, HostConfig, ProcessConfig, SchedParams, SchedulerModel,
+};
 use serde_json::json;
 
 use super::ns;
-use crate::args::{PoolKind, SettingArg, SimNeighboursArgs, SimValidateArgs};
+use crate::args::{PoolKind, SchedulerArg, SettingArg, SimNeighboursArgs, SimValidateArgs};
 use crate::neighbours::{aggregate, charts, figures_of, table, Aggregate, Key, Plan, RunFigures, Setting};
 use crate::worker::SummaryRow;
 use crate::Outcome;
 
 /// What the simulated host is, for reports.
-const MODEL: &str = "idealised CFS: one run queue, virtual runtime, minimum slice, wake-up preemption, \
-                     equal-weight groups; Linux's default constants; ticks at 250 Hz";
+fn model_text(scheduler: SchedulerModel) -> &'static str {
+    match scheduler {
+        SchedulerModel::Idealised => {
+            "idealised CFS: one run queue, virtual runtime, minimum slice, wake-up preemption, \
+             equal-weight groups; Linux's default constants; ticks at 250 Hz"
+        }
+        SchedulerModel::Linux => {
+            "Linux 6.6 and later: a run queue per CPU, earliest eligible virtual deadline first, \
+             run to parity, wake-up placement, newly-idle and periodic load balancing, per-CPU \
+             group shares; Linux's default constants; ticks at 250 Hz"
+        }
+    }
+}
+
+/// The library's scheduler model for `--scheduler`.
+fn scheduler_model(arg: SchedulerArg) -> SchedulerModel {
+    match arg {
+        SchedulerArg::Idealised => SchedulerModel::Idealised,
+        SchedulerArg::Linux => SchedulerModel::Linux,
+    }
+}
 
 /// One simulated configuration.
 #[derive(Debug, Clone, Copy)]
@@ -36,6 +57,7 @@ struct Case {
     warmup_ns: u64,
     seed: u64,
     spare_tokens: u32,
+    scheduler: SchedulerModel,
 }
 
 /// A simulated run, reduced like a real one, with what only a simulation can tell.
@@ -94,6 +116,7 @@ fn host_config(case: &Case) -> anyhow::Result<HostConfig> {
         seed: case.seed,
         warmup: case.warmup_ns,
         spare_tokens: case.spare_tokens,
+        scheduler: case.scheduler,
     };
     config.validate().map_err(|e| {
         anyhow::anyhow!(
@@ -193,6 +216,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         warmup_ns: ns(args.warmup),
         seed: args.seed.wrapping_add(u64::from(repeat)),
         spare_tokens: args.spare_tokens,
+        scheduler: scheduler_model(args.scheduler),
     };
     // Every configuration is checked before the first runs.
     for key in plan.keys() {
@@ -219,9 +243,10 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         Ok(sim.figures)
     })?;
     outcome.verdicts = verdicts;
+    let model = model_text(scheduler_model(args.scheduler));
     let _ = write!(
         outcome.report,
-        "Simulated host: {} CPUs ({MODEL}). Each process: a pool of {} threads and Poisson arrivals of \
+        "Simulated host: {} CPUs ({model}). Each process: a pool of {} threads and Poisson arrivals of \
          {} ms items at the given fraction of its fair share; {} s of arrivals, latencies of the items \
          arriving after the first {} s; {} random streams from {}.\n\n{}",
         args.cpus,
@@ -237,7 +262,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
     outcome.summary = serde_json::to_value(&aggregates)?;
     let results = json!({
         "experiment": "sim-neighbours",
-        "host": {"cpus": args.cpus, "model": MODEL, "simulated": true},
+        "host": {"cpus": args.cpus, "model": model, "simulated": true},
         "rows": outcome.rows,
         "summary": outcome.summary,
         "verdicts": outcome.verdicts,
@@ -410,6 +435,7 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
         warmup_ns: 0, // the lab keeps every item
         seed,
         spare_tokens: 0,
+        scheduler: scheduler_model(args.scheduler),
     };
     for cell in &real.cells {
         host_config(&case(cell, cell.kind, 1)).with_context(|| format!("{}", args.real.display()))?;
@@ -470,10 +496,11 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
     if total == 0 {
         bail!("{}: no configuration has both ignorant and adaptive", args.real.display());
     }
+    let model = model_text(scheduler_model(args.scheduler));
     let _ = write!(
         outcome.report,
         "Real run: {} ({} CPUs, {} s per run, {} ms items). Simulated: the same configurations, \
-         {} random streams, every item counted as the lab does ({MODEL}).\n\n{lines}\n\
+         {} random streams, every item counted as the lab does ({model}).\n\n{lines}\n\
          {within} of {total} ratios within {:.0} % of the real ones.\n",
         args.real.display(),
         real.cpus,
@@ -488,7 +515,7 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
     let results = json!({
         "experiment": "sim-validate",
         "real": args.real.display().to_string(),
-        "host": {"cpus": real.cpus, "model": MODEL, "simulated": true},
+        "host": {"cpus": real.cpus, "model": model, "simulated": true},
         "compared": compared,
         "within": within,
         "total": total,

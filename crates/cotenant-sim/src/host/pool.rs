@@ -170,7 +170,7 @@ impl Sim {
         let proc = &mut self.processes[p];
         proc.parked.remove(&index);
         let thread = proc.first + index;
-        self.wake(thread);
+        self.wake(thread, None);
     }
 
     pub(super) fn done(&mut self, cpu: u32, generation: u64) {
@@ -220,7 +220,8 @@ impl Sim {
             }
         }
         if let Some(next) = handed {
-            self.wake(next);
+            // Woken from `cpu`, where the token's last holder ran (it has settled there by now).
+            self.wake(next, Some(cpu));
         }
     }
 

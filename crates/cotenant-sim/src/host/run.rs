@@ -8,14 +8,18 @@ use cotenant::policy::PolicyState;
 
 use crate::rng::SplitMix64;
 
+use super::linux;
 use super::pool::{Level, Process};
-use super::sched::{Cpu, Fairness, Group, SchedParams, Thread, ThreadState};
+use super::sched::{Cpu, Fairness, Group, SchedParams, SchedulerModel, Thread, ThreadState};
 use super::workload::{Arrivals, ProcessConfig};
 
 /// The most CPUs a simulation takes.
 const MAX_CPUS: u32 = 1 << 16;
 /// The most scheduler ticks a simulation may process (CPUs × ticks in the longest run).
 const MAX_TICKS: u64 = 2_000_000_000;
+/// The most run queues of process groups the Linux model keeps (one per process and CPU with
+/// per-process cgroups): about 300 MB at most.
+const MAX_GROUP_QUEUES: u64 = 1 << 22;
 
 /// A simulation's inputs.
 #[derive(Debug, Clone)]
@@ -41,6 +45,8 @@ pub struct HostConfig {
     /// Host CPU tokens beyond one per CPU, for the processes that use them (0: as many tokens
     /// as CPUs). A spare token lets a task start while another's hand-over is in flight.
     pub spare_tokens: u32,
+    /// The scheduler model: the idealised one (the default) or Linux's.
+    pub scheduler: SchedulerModel,
 }
 
 impl HostConfig {
@@ -78,6 +84,16 @@ impl HostConfig {
         let threads: u64 = self.processes.iter().map(|p| u64::from(p.threads)).sum();
         if threads > 1 << 22 {
             return Err(format!("{threads} threads in all: at most 4194304"));
+        }
+        let group_queues = u64::from(self.cpus) * self.processes.len() as u64;
+        if self.scheduler == SchedulerModel::Linux
+            && self.fairness == Fairness::Processes
+            && group_queues > MAX_GROUP_QUEUES
+        {
+            return Err(format!(
+                "the Linux scheduler model keeps a run queue per process and CPU with per-process \
+                 cgroups: processes × cpus is {group_queues}, at most {MAX_GROUP_QUEUES}"
+            ));
         }
         let offered: f64 = self.processes.iter().map(|p| p.rate * self.duration as f64 / 1e9).sum();
         if offered > 1e8 {
@@ -150,6 +166,9 @@ pub(super) enum Event {
 pub(super) struct Sim {
     pub(super) params: SchedParams,
     pub(super) fairness: Fairness,
+    pub(super) scheduler: SchedulerModel,
+    /// The Linux model's run queues and balancing state (empty with the idealised model).
+    pub(super) linux: linux::State,
     pub(super) cpus: Vec<Cpu>,
     pub(super) idle: Vec<u32>,
     pub(super) threads: Vec<Thread>,
@@ -198,7 +217,8 @@ pub fn simulate(config: &HostConfig) -> Result<HostRun, String> {
 }
 
 impl Sim {
-    fn new(config: &HostConfig) -> Sim {
+    /// The host of `config` at time 0 (`config` validated), every worker parked.
+    pub(super) fn new(config: &HostConfig) -> Sim {
         let m = config.cpus;
         let mut phases = SplitMix64::stream(config.seed, u64::MAX);
         let cpus = (0..m).map(|_| Cpu { phase: phases.below(config.sched.tick), ..Cpu::default() }).collect();
@@ -245,11 +265,16 @@ impl Sim {
             Fairness::Threads => 1,
             Fairness::Processes => processes.len(),
         };
+        let linux_model = config.scheduler == SchedulerModel::Linux;
+        let linux = if linux_model { linux::State::new(config, &threads) } else { linux::State::default() };
         let mut sim = Sim {
             params: config.sched.clone(),
             fairness: config.fairness,
+            scheduler: config.scheduler,
+            linux,
             cpus,
-            idle: (0..m).rev().collect(),
+            // The Linux model keeps its own idle CPUs (`linux::State`).
+            idle: if linux_model { Vec::new() } else { (0..m).rev().collect() },
             threads,
             groups: vec![Group::default(); groups],
             ready: BTreeSet::new(),

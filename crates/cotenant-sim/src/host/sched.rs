@@ -1,5 +1,7 @@
 //! The CPU scheduler model: an idealised CFS with one run queue for the host, fair by thread or
-//! by process (the parent module's **Scheduler**), and its ticks, wake-ups and preemptions.
+//! by process (the parent module's **Scheduler**), and its ticks, wake-ups and preemptions; and
+//! the choice between it and the Linux model of `host/linux/` ([`SchedulerModel`]): the run loop
+//! and the pools call the entry points here, which hand over to `linux` when it is chosen.
 
 use std::collections::BTreeSet;
 
@@ -16,6 +18,19 @@ pub enum Fairness {
     Processes,
 }
 
+/// Which scheduler model runs the simulated host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SchedulerModel {
+    /// One run queue for the whole host, fair by virtual runtime (the parent module's
+    /// **Scheduler**): the first model, kept so that results compare side by side.
+    #[default]
+    Idealised,
+    /// Linux as it schedules today (6.6 and later): a run queue per CPU, the earliest eligible
+    /// virtual deadline first, wake-up placement, newly-idle and periodic load balancing and
+    /// per-CPU group shares (the parent module's **Scheduler (Linux)**).
+    Linux,
+}
+
 /// The scheduler's constants (nanoseconds).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchedParams {
@@ -23,7 +38,8 @@ pub struct SchedParams {
     pub tick: u64,
     /// `sched_latency`: the period in which every runnable thread should run once.
     pub latency: u64,
-    /// `sched_min_granularity`: the shortest slice.
+    /// `sched_min_granularity`: the shortest slice. The Linux model takes it as EEVDF's base
+    /// slice (`sysctl_sched_base_slice`, which replaced it with the same default and scaling).
     pub min_granularity: u64,
     /// `sched_wakeup_granularity`: how far a woken thread must lead to preempt.
     pub wakeup_granularity: u64,
@@ -109,6 +125,11 @@ pub(super) struct Cpu {
 }
 
 impl Sim {
+    /// The Linux model runs this host.
+    pub(super) fn linux_model(&self) -> bool {
+        self.scheduler == SchedulerModel::Linux
+    }
+
     pub(super) fn group_of(&self, thread: u32) -> usize {
         match self.fairness {
             Fairness::Threads => 0,
@@ -118,6 +139,10 @@ impl Sim {
 
     /// Charges `cpu`'s running thread (and its group) for the time since the last charge.
     pub(super) fn charge(&mut self, cpu: u32) {
+        if self.linux_model() {
+            self.lx_charge(cpu);
+            return;
+        }
         let c = &mut self.cpus[cpu as usize];
         let Some(t) = c.current else { return };
         let ran = self.now - c.since;
@@ -136,6 +161,9 @@ impl Sim {
     /// and when a worker chains tasks, not at every charge: the wake-up scan charges every CPU,
     /// and re-keying there tripled the 192-CPU benchmark's time.
     pub(super) fn rekey(&mut self, cpu: u32) {
+        if self.linux_model() {
+            return; // its run queues are keyed by deadline, and the running thread is out of them
+        }
         let c = &mut self.cpus[cpu as usize];
         let Some(t) = c.current else { return };
         let (old_v, new_v) = (c.charged_v, self.threads[t as usize].vruntime);
@@ -237,6 +265,9 @@ impl Sim {
 
     /// Takes `cpu`'s thread off it (charged), leaving the CPU free.
     pub(super) fn undispatch(&mut self, cpu: u32) -> u32 {
+        if self.linux_model() {
+            return self.lx_undispatch(cpu);
+        }
         self.charge(cpu);
         let c = &mut self.cpus[cpu as usize];
         let thread = c.current.take().expect("a running thread");
@@ -256,6 +287,10 @@ impl Sim {
     /// Gives the free `cpu` the first waiting thread that has a task to run (a woken worker
     /// that finds none parks again), or leaves it idle.
     pub(super) fn pick_next(&mut self, cpu: u32) {
+        if self.linux_model() {
+            self.lx_schedule(cpu);
+            return;
+        }
         while let Some((_, thread)) = self.first_waiting() {
             self.dequeue(thread);
             match self.claim(thread) {
@@ -322,8 +357,14 @@ impl Sim {
     }
 
     /// `thread`, parked, becomes runnable: on an idle CPU at once, or queued, maybe
-    /// preempting a running thread.
-    pub(super) fn wake(&mut self, thread: u32) {
+    /// preempting a running thread. `waker`: the CPU of the simulated thread that wakes it (a
+    /// token handed over), or `None` for the process's own submitting or control thread, which
+    /// the model does not run; only the Linux model's placement looks at it.
+    pub(super) fn wake(&mut self, thread: u32, waker: Option<u32>) {
+        if self.linux_model() {
+            self.lx_wake(thread, waker);
+            return;
+        }
         let g = self.group_of(thread);
         let latency_credit = self.params.latency / 2;
         if self.groups[g].runnable == 0 && self.fairness == Fairness::Processes {
@@ -384,7 +425,7 @@ impl Sim {
 
     /// If `cpu`'s thread (charged) has nothing left to run, completes its task now (its `Done`
     /// at this instant may not have been processed yet) and returns `true`.
-    fn finished_now(&mut self, cpu: u32) -> bool {
+    pub(super) fn finished_now(&mut self, cpu: u32) -> bool {
         let c = &self.cpus[cpu as usize];
         match c.current {
             Some(t) if self.threads[t as usize].remaining == 0 => {
@@ -397,6 +438,10 @@ impl Sim {
     }
 
     pub(super) fn tick(&mut self, cpu: u32) {
+        if self.linux_model() {
+            self.lx_tick(cpu);
+            return;
+        }
         let c = self.cpus[cpu as usize];
         let Some(current) = c.current else {
             self.cpus[cpu as usize].tick_pending = false;

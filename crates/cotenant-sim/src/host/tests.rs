@@ -20,6 +20,7 @@ fn host(cpus: u32, fairness: Fairness, processes: Vec<ProcessConfig>, duration: 
         seed: 1,
         warmup: 0,
         spare_tokens: 0,
+        scheduler: SchedulerModel::Idealised,
     }
 }
 

@@ -1,0 +1,349 @@
+//! The Linux model's unit tests: the EEVDF pick on recorded queues, `RUN_TO_PARITY`, placement
+//! with lag, group shares, the idle scan, wake-up placement and balancing on a small host set
+//! up by hand, and whole simulations under both models.
+
+use cotenant::Policy;
+
+use super::balance::{balance_interval, can_migrate};
+use super::eevdf::{group_shares, Entity, Queue, NICE_0};
+use super::placement::{affine_wins, idle_scan, scan_idle};
+use crate::host::run::Sim;
+use crate::host::sched::ThreadState;
+use crate::host::{
+    quantile, simulate, Arrivals, Fairness, HostConfig, HostRun, ProcessConfig, SchedParams, SchedulerModel,
+    MS,
+};
+
+/// A millisecond of virtual time.
+const VMS: i64 = 1_000_000;
+
+fn ent(vruntime: i64, deadline: i64, weight: u64) -> Entity {
+    Entity { vruntime, deadline, weight, ..Entity::default() }
+}
+
+/// A queue holding `ents` as recorded, the first of them running when `running`.
+fn recorded(ents: &mut [Entity], running: bool) -> Queue {
+    let mut q = Queue::default();
+    for id in 0..ents.len() as u32 {
+        q.push_recorded(ents, id, running && id == 0);
+    }
+    q
+}
+
+#[test]
+fn the_pick_is_the_eligible_entity_with_the_earliest_deadline() {
+    // Nice-0 entities, in ms: A v=0 d=6, B v=3 d=4, C v=9 d=3.
+    // V = (0 + 3 + 9) / 3 = 4: A (0 <= 4) and B (3 <= 4) are eligible, C (9 > 4) is not.
+    // C's deadline is the earliest, but it has had more than its share: B (4 < 6) runs.
+    let mut ents =
+        vec![ent(0, 6 * VMS, NICE_0), ent(3 * VMS, 4 * VMS, NICE_0), ent(9 * VMS, 3 * VMS, NICE_0)];
+    let q = recorded(&mut ents, false);
+    assert_eq!(q.avg_vruntime(), 4 * VMS);
+    assert_eq!(q.waiting(), [2, 1, 0], "the queue is in deadline order");
+    assert_eq!(q.pick(&ents), Some(1));
+    // Weights count in V: A at weight 3072 gives V = (3072×0 + 1024×3 + 1024×9) / 5120 = 2.4 ms;
+    // B (3 > 2.4) is no longer eligible, and A is the only one that is.
+    let mut ents =
+        vec![ent(0, 6 * VMS, 3 * NICE_0), ent(3 * VMS, 4 * VMS, NICE_0), ent(9 * VMS, 3 * VMS, NICE_0)];
+    let q = recorded(&mut ents, false);
+    assert_eq!(q.avg_vruntime(), 2_400_000);
+    assert_eq!(q.pick(&ents), Some(0));
+}
+
+#[test]
+fn run_to_parity_keeps_the_running_entity_while_it_is_eligible_and_within_its_request() {
+    // A runs (v=2, d=5, picked: protected); B waits with v=0, d=2.5; C with v=7, d=10.
+    // V = (2 + 0 + 7) / 3 = 3: A and B are eligible, B's deadline is earlier, yet A keeps the
+    // CPU until its request is used up.
+    let mut a = ent(2 * VMS, 5 * VMS, NICE_0);
+    a.protected = true;
+    let mut ents = vec![a, ent(0, 2_500_000, NICE_0), ent(7 * VMS, 10 * VMS, NICE_0)];
+    let mut q = recorded(&mut ents, true);
+    assert_eq!(q.curr, Some(0));
+    assert_eq!(q.pick(&ents), Some(0));
+    // A runs 4 ms more: v=6 passes d=5, so it gets a new deadline (6 + 1.5) and asks for a
+    // reschedule (others wait); V = (6 + 0 + 7) / 3 = 4.33: A is no longer eligible, B runs.
+    let slice = 1_500_000;
+    assert!(q.charge(&mut ents, 0, 4 * MS, slice));
+    assert_eq!((ents[0].vruntime, ents[0].deadline, ents[0].protected), (6 * VMS, 7_500_000, false));
+    assert_eq!(q.pick(&ents), Some(1));
+    // Protection holds only while eligible: a running A at v=5 (V = 4) loses the CPU to B.
+    let mut a = ent(5 * VMS, 8 * VMS, NICE_0);
+    a.protected = true;
+    let mut ents = vec![a, ent(0, 2_500_000, NICE_0), ent(7 * VMS, 10 * VMS, NICE_0)];
+    let q = recorded(&mut ents, true);
+    assert_eq!(q.pick(&ents), Some(1));
+}
+
+#[test]
+fn a_placed_entity_keeps_its_lag_and_a_departing_one_takes_it_clamped() {
+    // A (nice 0, v=0) is queued; B comes back with vlag 1 ms. Placed at V - 1 ms × (W + w) / W
+    // = 0 - 2 ms, it is 1 ms behind the new V = (0 - 2) / 2 = -1 ms: its lag survived.
+    let slice = 1_500_000;
+    let mut ents = vec![ent(0, 6 * VMS, NICE_0), Entity { vlag: VMS, ..Entity::nice_0() }];
+    let mut q = Queue::default();
+    q.push_recorded(&mut ents, 0, false);
+    q.place(&mut ents, 1, slice);
+    assert_eq!(ents[1].vruntime, -2 * VMS);
+    assert_eq!(ents[1].deadline, -2 * VMS + 1_500_000);
+    assert_eq!(q.avg_vruntime() - ents[1].vruntime, VMS);
+    // A leaves 10 ms behind the average: its lag is clamped to max(2 × slice, tick) = 4 ms.
+    let mut ents = vec![ent(-20 * VMS, 0, NICE_0), ent(0, 6 * VMS, NICE_0)];
+    let mut q = recorded(&mut ents, false);
+    assert_eq!(q.avg_vruntime(), -10 * VMS);
+    q.dequeue(&mut ents, 0, slice, 4 * MS);
+    assert_eq!(ents[0].vlag, 4 * VMS);
+    assert_eq!(q.nr, 1);
+    // On an empty queue an entity is placed where the queue stood, with no lag.
+    q.dequeue(&mut ents, 1, slice, 4 * MS);
+    q.place(&mut ents, 0, slice);
+    assert_eq!(ents[0].vruntime, 0);
+}
+
+#[test]
+fn a_group_weight_is_split_by_runnable_threads_and_reweighting_keeps_the_real_lag() {
+    assert_eq!(group_shares(NICE_0, 3, 4), 768);
+    assert_eq!(group_shares(NICE_0, 1, 4), 256);
+    assert_eq!(group_shares(NICE_0, 2, 2), 1024);
+    assert_eq!(group_shares(NICE_0, 1, 1000), 2, "at least MIN_SHARES");
+    // Off a queue, halving the weight doubles the virtual lag (weight × vlag stays).
+    let mut ents = vec![Entity { vlag: 1000, ..Entity::nice_0() }];
+    let mut q = Queue::default();
+    q.reweight(&mut ents, 0, 512);
+    assert_eq!((ents[0].weight, ents[0].vlag), (512, 2000));
+    // On a queue: A (v=0) and B (v=4 ms), V = 2 ms; B at half weight is 4 ms ahead of the
+    // new V, its real lag kept, and its request from V doubled.
+    let mut ents = vec![ent(0, 6 * VMS, NICE_0), ent(4 * VMS, 6 * VMS, NICE_0)];
+    let mut q = recorded(&mut ents, false);
+    q.reweight(&mut ents, 1, 512);
+    assert_eq!((ents[1].vruntime, ents[1].deadline), (6 * VMS, 10 * VMS));
+    assert_eq!(q.load(), 1536);
+}
+
+#[test]
+fn the_idle_scan_shrinks_as_the_host_gets_busy() {
+    // update_idle_cpu_scan with the LLC's imbalance_pct of 117.
+    assert_eq!(idle_scan(0.0, 2), 2);
+    assert_eq!(idle_scan(1.0, 2), 1, "50 % busy: one CPU");
+    assert_eq!(idle_scan(1.4, 2), 0, "70 % busy: no scan");
+    assert_eq!(idle_scan(8.0, 16), 10);
+    assert_eq!(idle_scan(13.6, 16), 0, "85 % busy");
+    // The scan starts after the target and wraps, within `nr` CPUs.
+    let idle = [1, 5].into_iter().collect();
+    assert_eq!(scan_idle(&idle, 8, 3, 1), None);
+    assert_eq!(scan_idle(&idle, 8, 3, 2), Some(5));
+    assert_eq!(scan_idle(&idle, 8, 6, 2), None);
+    assert_eq!(scan_idle(&idle, 8, 6, 3), Some(1));
+    assert_eq!(scan_idle(&idle, 8, 6, 0), None);
+    // wake_affine_weight: the waker's CPU wins only when clearly less loaded.
+    assert!(!affine_wins(1, 1));
+    assert!(affine_wins(1, 2));
+    assert!(affine_wins(0, 1));
+}
+
+#[test]
+fn balance_intervals_and_cache_hot_threads_follow_the_kernel() {
+    // 2 CPUs: min_interval 2 ms, a whole tick idle; busy × 16 = 32 ms.
+    assert_eq!(balance_interval(2 * MS, false, 4 * MS, 2), 4 * MS);
+    assert_eq!(balance_interval(2 * MS, true, 4 * MS, 2), 32 * MS);
+    assert_eq!(balance_interval(192 * MS, true, 4 * MS, 192), 3072 * MS);
+    // Capped at CPUs × 100 ms.
+    assert_eq!(balance_interval(u64::MAX / 32, true, 4 * MS, 2), 200 * MS);
+    // Ran 0.4 ms ago: hot, until two balances have failed.
+    assert!(!can_migrate(MS, 600_000, 0));
+    assert!(!can_migrate(MS, 600_000, 1));
+    assert!(can_migrate(MS, 600_000, 2));
+    assert!(can_migrate(2 * MS, MS, 0));
+}
+
+/// A host under the Linux model whose processes get no arrivals: the tests hand out items.
+fn quiet_host(cpus: u32, pools: &[u32]) -> HostConfig {
+    let process = |threads: u32| ProcessConfig {
+        policy: Policy::fixed(threads as usize),
+        threads,
+        rate: 0.0,
+        service: 100 * MS,
+        arrivals: Arrivals::Uniform,
+        uses_tokens: false,
+    };
+    HostConfig {
+        cpus,
+        fairness: Fairness::Threads,
+        processes: pools.iter().map(|&t| process(t)).collect(),
+        duration: 1_000 * MS,
+        period: 10 * MS,
+        sched: SchedParams::linux(cpus),
+        seed: 1,
+        warmup: 0,
+        spare_tokens: 0,
+        scheduler: SchedulerModel::Linux,
+    }
+}
+
+/// An item for process `p`, then its parked worker `thread` woken by the process's own thread
+/// (as the pool's step W does).
+fn give_and_wake(sim: &mut Sim, p: usize, thread: u32) {
+    let now = sim.now;
+    let proc = &mut sim.processes[p];
+    proc.queue.push_back(now);
+    let index = thread - proc.first;
+    proc.parked.remove(&index);
+    sim.outstanding += 1;
+    sim.wake(thread, None);
+}
+
+#[test]
+fn a_woken_thread_runs_on_an_idle_cpu() {
+    // 2 CPUs, one pool of 3 workers (thread i starts on CPU i mod 2).
+    let mut sim = Sim::new(&quiet_host(2, &[3]));
+    give_and_wake(&mut sim, 0, 0);
+    assert_eq!(sim.cpus[0].current, Some(0), "its previous CPU, idle");
+    // Thread 2's previous CPU (0) is busy; the quiet host scans for idle CPUs, so the
+    // submitting thread wakes on CPU 1, idle, and wake_affine takes it.
+    give_and_wake(&mut sim, 0, 2);
+    assert_eq!(sim.cpus[1].current, Some(2));
+    assert_eq!(sim.threads[2].state, ThreadState::Running(1));
+}
+
+#[test]
+fn a_wake_up_queues_behind_a_busy_thread_while_a_cpu_idles_until_an_idle_balance() {
+    let mut sim = Sim::new(&quiet_host(2, &[3]));
+    give_and_wake(&mut sim, 0, 0);
+    // A busy host: update_idle_cpu_scan has turned the scan off (from about 60 % on 2 CPUs).
+    sim.linux.nr_idle_scan = 0;
+    sim.now = MS;
+    // Thread 2's previous and recent CPU is 0, and so is the submitting thread's: it is busy,
+    // the scan is off, so thread 2 queues there. Thread 0, eligible and within its first
+    // request (it ran 1 ms of 1.5), keeps the CPU (RUN_TO_PARITY).
+    give_and_wake(&mut sim, 0, 2);
+    assert_eq!(sim.threads[2].state, ThreadState::Waiting);
+    assert_eq!(sim.linux.tasks[2].cpu, 0);
+    assert_eq!((sim.cpus[0].current, sim.cpus[1].current), (Some(0), None));
+    // CPU 0's tick at 4 ms: CPU 1's idle balance is due (one tick after the start) and CPU 0
+    // has a thread waiting, so the tick kicks the idle balance; thread 2, cold (it last ran
+    // long ago), moves to CPU 1 and runs there.
+    sim.now = 4 * MS;
+    sim.tick(0);
+    assert_eq!(sim.cpus[1].current, Some(2));
+    assert_eq!(sim.threads[2].state, ThreadState::Running(1));
+    assert_eq!(sim.cpus[0].current, Some(0));
+}
+
+/// Three pools of one worker on 2 CPUs: thread 0 runs on CPU 0, thread 1 on CPU 1, and
+/// thread 2 waits behind thread 0 (the scan off), each holding an item.
+fn two_busy_one_waiting() -> Sim {
+    let mut sim = Sim::new(&quiet_host(2, &[1, 1, 1]));
+    give_and_wake(&mut sim, 0, 0);
+    give_and_wake(&mut sim, 1, 1);
+    sim.linux.nr_idle_scan = 0;
+    give_and_wake(&mut sim, 2, 2);
+    assert_eq!((sim.cpus[0].current, sim.cpus[1].current), (Some(0), Some(1)));
+    assert_eq!((sim.threads[2].state, sim.linux.tasks[2].cpu), (ThreadState::Waiting, 0));
+    sim
+}
+
+#[test]
+fn a_cpu_going_idle_pulls_a_cold_waiting_thread_but_not_a_hot_one() {
+    // Thread 1 ends its item at 2 ms and parks (no more work): CPU 1, newly idle, pulls
+    // thread 2, which last ran long ago.
+    let mut sim = two_busy_one_waiting();
+    sim.now = 2 * MS;
+    let generation = sim.cpus[1].generation;
+    sim.done(1, generation);
+    assert_eq!(sim.threads[1].state, ThreadState::Parked);
+    assert_eq!(sim.cpus[1].current, Some(2));
+    // The same, but thread 2 ran 0.2 ms ago: cache hot, it stays, and CPU 1 idles.
+    let mut sim = two_busy_one_waiting();
+    sim.now = 2 * MS;
+    sim.linux.tasks[2].last_ran = 1_800_000;
+    let generation = sim.cpus[1].generation;
+    sim.done(1, generation);
+    assert_eq!(sim.cpus[1].current, None);
+    assert_eq!((sim.threads[2].state, sim.linux.tasks[2].cpu), (ThreadState::Waiting, 0));
+}
+
+fn figure_7(cpus: u32, policy: &Policy, load: f64, fairness: Fairness, tokens: bool) -> HostConfig {
+    let processes: u32 = 2;
+    let rate = load * f64::from(cpus) / f64::from(processes) / 0.005;
+    let process = ProcessConfig {
+        policy: policy.clone(),
+        threads: cpus,
+        rate,
+        service: 5 * MS,
+        arrivals: Arrivals::Poisson,
+        uses_tokens: tokens,
+    };
+    HostConfig {
+        cpus,
+        fairness,
+        processes: vec![process; processes as usize],
+        duration: 2_000 * MS,
+        period: 10 * MS,
+        sched: SchedParams::linux(cpus),
+        seed: 1,
+        warmup: 0,
+        spare_tokens: 0,
+        scheduler: SchedulerModel::Linux,
+    }
+}
+
+#[test]
+fn both_models_run_every_item_of_a_small_host() {
+    for scheduler in [SchedulerModel::Idealised, SchedulerModel::Linux] {
+        for fairness in [Fairness::Threads, Fairness::Processes] {
+            for (policy, tokens) in
+                [(Policy::fixed(2), false), (Policy::adaptive(), false), (Policy::adaptive(), true)]
+            {
+                for load in [0.9, 1.5] {
+                    let config = HostConfig { scheduler, ..figure_7(2, &policy, load, fairness, tokens) };
+                    let run = simulate(&config).unwrap();
+                    let cell = format!("{scheduler:?} {fairness:?} {policy} tokens {tokens} load {load}");
+                    for p in &run.processes {
+                        assert!(p.offered > 0, "{cell}");
+                        assert_eq!(p.offered, p.completed, "{cell}");
+                        assert_eq!(p.cpu_ns, p.completed * 5 * MS, "{cell}");
+                        assert!(p.service.iter().all(|&s| s >= 5 * MS), "{cell}");
+                    }
+                    let cpu: u64 = run.processes.iter().map(|p| p.cpu_ns).sum();
+                    assert!(cpu <= 2 * run.simulated, "{cell}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_linux_model_is_deterministic() {
+    let config = figure_7(4, &Policy::adaptive(), 1.0, Fairness::Processes, true);
+    let run: HostRun = simulate(&config).unwrap();
+    assert_eq!(run, simulate(&config).unwrap());
+    let other = simulate(&HostConfig { seed: 2, ..config }).unwrap();
+    assert_ne!(run.processes[0].service, other.processes[0].service);
+    assert!(quantile(&run.processes[0].service, 1.0) >= 5 * MS);
+}
+
+/// Two CPUs, a pool of 8 busy threads and a pool of 1 (as the idealised model's fairness
+/// test): per process, the balancer moves load until the single thread has a CPU of its own
+/// (after the first busy balance, 32 ms in); per thread, it gets a share of a CPU among 4 or 5.
+#[test]
+fn the_linux_model_is_fair_per_process_across_cgroups_and_per_thread_in_one() {
+    let saturated = |threads: u32| ProcessConfig {
+        policy: Policy::fixed(threads as usize),
+        threads,
+        rate: 10_000.0,
+        service: 5 * MS,
+        arrivals: Arrivals::Uniform,
+        uses_tokens: false,
+    };
+    for (fairness, low, high) in [(Fairness::Processes, 0.85, 1.0), (Fairness::Threads, 0.17, 0.27)] {
+        let config = HostConfig {
+            fairness,
+            processes: vec![saturated(8), saturated(1)],
+            duration: 100 * MS,
+            ..figure_7(2, &Policy::fixed(2), 1.0, fairness, false)
+        };
+        let run = simulate(&config).unwrap();
+        let small = run.processes[1].cpu_ns as f64 / run.simulated as f64;
+        assert!((low..=high).contains(&small), "{fairness:?}: {small:.3} CPUs, expected {low} to {high}");
+    }
+}
