@@ -7,7 +7,7 @@ RELEASE_BIN := target/release/cotenant
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 GOENV := GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 
-.PHONY: test demo toolchain fmt-check clippy unit loom go-test c-abi examples metrics-check deploy-check cargo-install-check fallback msrv miri package fuzz bench bench-pool policy-sim lab clean
+.PHONY: test demo toolchain fmt-check clippy unit loom go-test c-abi examples metrics-check deploy-check cargo-install-check fallback msrv miri package fuzz bench bench-pool sim-validate policy-sim lab clean
 
 test: toolchain fmt-check clippy unit loom go-test c-abi examples metrics-check deploy-check install-check cargo-install-check fallback msrv miri package
 
@@ -101,6 +101,15 @@ bench:
 bench-pool:
 	$(CARGO) run --release --locked -p cotenant-bench -- --rounds 5
 	$(CARGO) run --release --locked -p cotenant-bench -- --controller-cost 10
+
+# The simulator against the committed real runs (docs/results/sim-validation-2cpu/: lab
+# neighbours on a 2-CPU VM, P = 2 and 3, both settings, 70-150 % load), with each scheduler
+# model: every ignorant/adaptive ratio, real against simulated (median of 5 seeds).
+sim-validate:
+	$(CARGO) build --release --locked -p cotenant-cli
+	for model in idealised linux; do \
+		$(RELEASE_BIN) sim validate --real docs/results/sim-validation-2cpu/results.json --scheduler $$model || exit 1; \
+	done
 
 # The simulator tables of docs/policy.md.
 policy-sim:
