@@ -175,6 +175,8 @@ impl Builder {
             cancelling: AtomicBool::new(false),
             on_full: self.on_full,
             dynamic: controlled,
+            #[cfg(not(loom))]
+            idle_coasting: std::sync::atomic::AtomicBool::new(false),
             borrow: Borrow::new(self.policy.fixed_target().is_none()),
             borrows: AtomicU64::new(0),
             blocked: AtomicUsize::new(0),

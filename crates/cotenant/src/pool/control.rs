@@ -13,10 +13,13 @@
 //!    (no schedstat read); its upkeep still reads the workers' CPU clocks, which each worker
 //!    clears before it exits: a reading that races with an exit finds the clock gone (an
 //!    error, nothing taken back) or the hold already cleared. It unregisters once its workers
-//!    have exited. A plain pool that coasts (it runs every worker, alone, its host tokens not
-//!    engaged, and its policy saw nothing to change) is sampled every two, then four periods
-//!    (`policy::coast`): waking up costs a busy host more than the work of a tick, and the
-//!    first period that is not calm brings the pool back to every period.
+//!    have exited. A plain pool that coasts (it runs every worker, alone, nobody waits for its
+//!    host tokens, and its policy saw nothing to change; or it has been idle for a nap's
+//!    periods) is sampled every two, then four periods (`policy::coast`), on a grid shared
+//!    by the coasting pools so that they wake the thread together: waking up costs a busy host
+//!    more than the work of a tick. The first period that is not calm brings the pool back to
+//!    every period, and a submit to a pool that coasts idle asks for a sample at once
+//!    (`work_arrived`).
 //! 3. When every pool has been idle (nothing queued, no worker busy) for `NAP_AFTER_PERIODS`,
 //!    the thread naps until a submit to one of them wakes it: an idle process should not pay a
 //!    timer wake-up per clock tick (about 60 µs of CPU each on the VM of RESULTS.md). A submit
@@ -79,8 +82,8 @@ pub(crate) fn nudge() {
 
 /// When a pool just ticked (due at `due`, ticked at `now`) is due again: `stride` periods
 /// later. A pool sampled every period keeps its own phase (`due + period`). A coasting pool
-/// (stride above one) is due at the next multiple of its interval since `epoch`, the control
-/// thread's start: pools that coast with the same period and stride are then sampled at the
+/// (stride above one) is due at the first multiple of its interval since `epoch`, the control
+/// thread's start, at least one period after `now`: pools that coast with the same period and stride are then sampled at the
 /// same instants and wake the thread once, not once each (two pools out of phase woke it 50
 /// times a second instead of 25). Either way a thread that fell behind (suspended?) does not
 /// catch up: the next due time is after `now`.
@@ -90,11 +93,29 @@ fn next_due(due: Instant, now: Instant, period: Duration, stride: u32, epoch: In
         let next = due + interval;
         return if next <= now { now + interval } else { next };
     }
-    let since = now.saturating_duration_since(epoch).as_nanos();
+    // At least one period ahead: a grid point just after `now` would make a sample of a
+    // fraction of a period, in which a few microseconds of run-queue wait or one clock tick of
+    // `/proc/stat` read as contention.
+    let earliest = now.saturating_duration_since(epoch).as_nanos() + period.as_nanos();
     let step = interval.as_nanos();
-    let grid = (since / step + 1) * step;
+    let grid = earliest.div_ceil(step) * step;
     epoch + Duration::from_nanos(u64::try_from(grid).unwrap_or(u64::MAX))
 }
+
+/// A submit to `pool` while it coasts idle: it is sampled now rather than up to `MAX_STRIDE`
+/// periods later, so that a target lowered before it went idle grows back in a period, as
+/// when it did not coast. One flag swap per submit while it coasts idle; nothing otherwise.
+pub(crate) fn work_arrived(pool: &Shared) {
+    if pool.idle_coasting.swap(false, Ordering::Relaxed) {
+        WORK_ARRIVED.store(true, Ordering::SeqCst);
+        let mut registered = REGISTERED.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        *registered = true;
+        REGISTERED.1.notify_all();
+    }
+}
+
+/// Set by `work_arrived`: the loop brings the idle-coasting pools that have work forward.
+static WORK_ARRIVED: AtomicBool = AtomicBool::new(false);
 
 /// Step 3: naps while no registered pool has work. Called without the registry lock.
 fn nap(pools: &[Weak<Shared>]) {
@@ -249,8 +270,10 @@ impl Registration {
     pub(crate) fn drain(&self) {
         if let Some(entry) = lock_registry().entries.iter_mut().find(|entry| entry.id == self.id) {
             entry.draining = true;
-            // The tokens' upkeep of a draining pool runs every period, coasting or not before.
+            // The tokens' upkeep of a draining pool runs every period, coasting or not before,
+            // from the next period on.
             entry.stride = 1;
+            entry.next_due = entry.next_due.min(Instant::now() + entry.period);
         }
     }
 
@@ -387,6 +410,14 @@ fn control_loop() {
         }
         let mut registry = lock_registry();
         let now = Instant::now();
+        if WORK_ARRIVED.swap(false, Ordering::SeqCst) {
+            for entry in registry.entries.iter_mut().filter(|entry| entry.stride > 1) {
+                let busy = entry.pool.upgrade().is_some_and(|pool| pool.queued() > 0 || pool.running() > 0);
+                if busy {
+                    (entry.stride, entry.next_due) = (1, now);
+                }
+            }
+        }
         if !registry.entries.iter().any(|entry| entry.next_due <= now) {
             continue;
         }

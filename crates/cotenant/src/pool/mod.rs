@@ -184,8 +184,10 @@ impl Pool {
     /// joined, or awaited from any executor (another future of this pool, say, or
     /// [`block_on`](fn@crate::block_on)).
     ///
-    /// Only the pool's allowed workers poll it, so the target, the cooperation with the
-    /// neighbours, the quota and the host CPU tokens apply to it exactly as to a closure. Each
+    /// The pool's allowed workers poll it, so the target, the cooperation with the
+    /// neighbours, the quota and the host CPU tokens apply to it exactly as to a closure; as
+    /// for a closure, a full queue can make another thread run a poll (the submitter under
+    /// [`Full::CallerRuns`], or a worker of this pool that woke it, below). Each
     /// poll of a future counts as one task in [`metrics`](Pool::metrics) (`completed`, the
     /// queue-wait and run-time histograms): a future that waits three times counts four. Its
     /// waker queues the next poll: woken while it is being polled, the future is polled again

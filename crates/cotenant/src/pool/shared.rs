@@ -52,6 +52,11 @@ pub(crate) struct Shared {
     /// Whether a controller decides the target (a submit then wakes a napping controller).
     #[cfg_attr(loom, allow(dead_code))]
     pub(super) dynamic: bool,
+    /// The controller samples this pool only every few periods because it has been idle
+    /// (`policy::coast::may_coast`): a submit then asks for a sample now
+    /// (`control::work_arrived`). Written by the controller only when it changes.
+    #[cfg(not(loom))]
+    pub(crate) idle_coasting: std::sync::atomic::AtomicBool,
     pub(crate) borrow: Borrow,
     /// Workers woken beyond the target (see `borrow.rs`).
     pub(super) borrows: AtomicU64,
@@ -239,6 +244,9 @@ impl Shared {
                 #[cfg(not(loom))]
                 if self.dynamic {
                     control::nudge();
+                    if self.idle_coasting.load(std::sync::atomic::Ordering::Relaxed) {
+                        control::work_arrived(self);
+                    }
                 }
                 #[cfg(not(loom))]
                 if let Some(elastic) = &self.elastic {

@@ -239,12 +239,17 @@ fn start(addr: &str) -> Result<(Arc<Pool>, IoDriver, tokio::net::TcpListener), B
     start_with(addr, Pool::builder().name(POOL_NAME))
 }
 
+/// The error of a listener whose address cannot be read.
+fn listen_address_error(error: std::io::Error) -> String {
+    format!("cannot read the address the server listens on: {error}")
+}
+
 /// `start` with the pool `builder` gives.
 fn start_with(
     addr: &str,
     builder: cotenant::Builder,
 ) -> Result<(Arc<Pool>, IoDriver, tokio::net::TcpListener), BoxError> {
-    let pool = Arc::new(builder.build()?);
+    let pool = Arc::new(builder.build().map_err(|e| format!("cannot build the pool {POOL_NAME:?}: {e}"))?);
     let io = IoDriver::start()?;
     let listener = bind(io.handle(), addr)?;
     Ok((pool, io, listener))
@@ -269,7 +274,7 @@ where
 /// Default: serves `addr` until Ctrl-C.
 fn serve(addr: &str) -> Result<(), BoxError> {
     let (pool, io, listener) = start(addr)?;
-    let local = listener.local_addr()?;
+    let local = listener.local_addr().map_err(listen_address_error)?;
     println!(
         "async_service: listening on http://{local}, requests handled on the cotenant pool {POOL_NAME:?} \
          ({} threads) with tokio's I/O on one thread; Ctrl-C stops",
@@ -292,7 +297,7 @@ fn once() -> Result<(), BoxError> {
         std::process::exit(1);
     })?;
     let (pool, io, listener) = start("127.0.0.1:0")?;
-    let local = listener.local_addr()?;
+    let local = listener.local_addr().map_err(listen_address_error)?;
     let (stop, stopped) = oneshot::channel::<()>();
     let server = serve_on_pool(&pool, &io, listener, router(calibrate()), until_sent(stopped));
     // Blocking std I/O, on a thread of its own as a client elsewhere would be.
@@ -365,7 +370,10 @@ fn bench(args: &BenchArgs) -> Result<(), BoxError> {
         .build()
         .map_err(|error| runtime_error("the client's runtime", error))?;
     let tokio_listener = bind(tokio_runtime.handle(), "127.0.0.1:0")?;
-    let addrs = [cotenant_listener.local_addr()?, tokio_listener.local_addr()?];
+    let addrs = [
+        cotenant_listener.local_addr().map_err(listen_address_error)?,
+        tokio_listener.local_addr().map_err(listen_address_error)?,
+    ];
     let names = [
         format!("cotenant executor ({} pool threads, {policy} policy, 1 tokio I/O thread)", pool.threads()),
         format!("tokio multi-thread ({} workers)", tokio_runtime.metrics().num_workers()),

@@ -185,13 +185,8 @@ impl Queue {
             (Some(b), None) => Some(b),
             (None, Some(c)) => Some(c),
             // Some entity is always eligible (the least vruntime is at most the average); the
-            // kernel's fallback is the leftmost all the same.
-            (None, None) => self
-                .tree
-                .iter()
-                .map(|&(_, e)| e)
-                .min_by_key(|&e| (ents[e as usize].vruntime, e))
-                .or(self.curr),
+            // kernel's fallback is the leftmost, the earliest deadline, and so is this.
+            (None, None) => self.tree.iter().next().map(|&(_, e)| e).or(self.curr),
         }
     }
 

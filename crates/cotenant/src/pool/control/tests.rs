@@ -181,6 +181,9 @@ fn coasting_pools_with_the_same_stride_are_due_at_the_same_instants() {
     let second = next_due(epoch + ms(17), epoch + ms(17), period, 4, epoch);
     assert_eq!((first, second), (epoch + ms(40), epoch + ms(40)));
     assert_eq!(next_due(first, first, period, 4, epoch), epoch + ms(80));
+    // At least a period ahead: ticked at 39 ms, the next multiple of 40 ms is 1 ms away, so
+    // the sample after it, at 80 ms.
+    assert_eq!(next_due(epoch + ms(39), epoch + ms(39), period, 4, epoch), epoch + ms(80));
     // Stride two lands on every other multiple of 20 ms, which includes those of 40 ms.
     assert_eq!(next_due(epoch + ms(41), epoch + ms(41), period, 2, epoch), epoch + ms(60));
     // Always after now, even ticked exactly on a grid point.

@@ -111,6 +111,12 @@ pub(super) fn tick(
     };
     let calm = calm_here && crate::policy::coast::tokens_quiet(engaged, tokens_failed, waiting);
     let coasts = crate::policy::coast::may_coast(entry.idle_periods, super::NAP_AFTER_PERIODS, calm);
+    // Idle and coasting: a submit asks for a sample at once (`work_arrived`). Stored only when
+    // it changes: submitters read it on every push.
+    let idle_coasting = coasts && entry.idle_periods >= super::NAP_AFTER_PERIODS;
+    if pool.idle_coasting.load(Ordering::Relaxed) != idle_coasting {
+        pool.idle_coasting.store(idle_coasting, Ordering::Relaxed);
+    }
     entry.stride = crate::policy::coast::next_stride(stride, coasts);
     pool.borrow
         .set(policy.borrow_limit(&sample, &entry.state, delta.online_cpus) as usize, delta.online_cpus);
