@@ -15,8 +15,10 @@
 //! worker of this pool the poll runs on that thread (counted as a task run by its caller), after
 //! the poll in progress if there is one (the thread-local `DEFERRED` list, drained by the
 //! outermost poll: polls never nest by way of a wake-up, so a chain of wake-ups cannot grow
-//! the stack); on any other thread the waker waits for room (`Shared::push_blocking`), as a
-//! blocked submitter does. A worker must not wait there: it may be the only one allowed to run.
+//! the stack); so it does on a worker of another pool (two pools waking each other's futures
+//! with both queues full must not wait on each other); on any other thread the waker waits for
+//! room (`Shared::push_blocking`), as a blocked submitter does. A worker must not wait there:
+//! it may be the only one allowed to run.
 //!
 //! **Cancellation.** The job carries a `Scheduled` guard, the right to poll the task once;
 //! dropped unrun (the pool shut down before the poll was queued, or `shutdown_now` drained the
@@ -302,7 +304,11 @@ fn route(shared: &Arc<Shared>, job: Job) {
         }
         Err(Refused::Full(job)) => job,
     };
-    if !shared.is_own_worker() {
+    // A worker of another pool must not wait for room either: two pools whose workers wake
+    // each other's futures with both queues full would wait on each other for ever. It runs
+    // the poll as this pool's caller, as a worker of this pool does.
+    let a_pool_worker = super::worker::CURRENT_POOL.try_with(|current| current.get() != 0).unwrap_or(false);
+    if !shared.is_own_worker() && !a_pool_worker {
         // Refused only if the pool shuts down meanwhile: the job is dropped, the task cancelled.
         let _ = shared.push_blocking(job);
         return;

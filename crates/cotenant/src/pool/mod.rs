@@ -196,9 +196,10 @@ impl Pool {
     ///
     /// The first poll is queued under the pool's [`Full`] policy, as [`spawn`](Pool::spawn)
     /// queues a closure (refused: [`JoinError::Rejected`]). A poll after a wake-up is never
-    /// refused for lack of room: on one of this pool's workers it runs on that thread, right
-    /// after the poll in progress there if any (counted in [`Metrics::caller_ran`]); on any
-    /// other thread the waker waits for room, as a blocked submitter does.
+    /// refused for lack of room: on a worker of this pool (or of another cotenant pool) it runs
+    /// on that thread, right after the poll in progress there if any (counted in
+    /// [`Metrics::caller_ran`]); on any other thread the waker waits for room, as a blocked
+    /// submitter does.
     ///
     /// A panic in the future fails its `Task` with [`JoinError::Panicked`] and is counted in
     /// [`Metrics::panicked`]. A future blocks its worker for as long as one poll runs: await,
