@@ -382,3 +382,32 @@ fn wake_ups_that_find_the_poll_already_queued_are_not_counted() {
     assert_eq!(metrics.future_wakeups, 1, "five wake-ups, one poll queued: {metrics}");
     assert_eq!(metrics.completed, 3, "two polls and the blocker: {metrics}");
 }
+
+/// A future whose drop panics, dropped with its last waker while pending: the panic stays
+/// inside the pool, the `Task` resolves as cancelled, and the pool keeps working.
+#[test]
+fn a_future_whose_drop_panics_when_its_last_waker_goes_is_cancelled_quietly() {
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic!("drop of a pending future");
+        }
+    }
+    struct Pending(PanicsOnDrop);
+    impl std::future::Future for Pending {
+        type Output = ();
+        fn poll(self: std::pin::Pin<&mut Self>, _cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+            let _keep = &self.0;
+            std::task::Poll::Pending // keeps no waker: nothing can wake it again
+        }
+    }
+    let pool = cotenant::Pool::builder().policy(cotenant::Policy::fixed(1)).build().unwrap();
+    let task = pool.spawn_future(Pending(PanicsOnDrop));
+    // The only handle to the future goes when its poll ends: the join cannot hang.
+    match task.join_timeout(std::time::Duration::from_secs(10)) {
+        Err(cotenant::JoinTimeoutError::Failed(cotenant::JoinError::Cancelled)) => {}
+        Err(cotenant::JoinTimeoutError::Timeout(_)) => panic!("the task never resolved"),
+        other => panic!("expected a cancelled task, got {:?}", other.map_err(|e| e.to_string())),
+    }
+    assert_eq!(pool.spawn(|| 7).join().unwrap(), 7, "the worker survived");
+}
