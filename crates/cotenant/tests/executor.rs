@@ -296,11 +296,11 @@ fn cancelled(task: cotenant::Task<u8>) -> bool {
 }
 
 #[test]
-fn a_future_pending_at_shutdown_is_cancelled_when_its_last_waker_is_dropped() {
+fn a_future_pending_at_shutdown_is_cancelled_by_the_shutdown() {
     let (pool, task, slot) = parked_future();
     pool.shutdown();
-    assert!(!task.is_finished(), "waiting for a wake-up: shutdown does not wait for it");
-    // The slot held the only waker (the future holds the slot: clearing it breaks the cycle).
+    assert!(task.is_finished(), "waiting for a wake-up that may never come: cancelled by the shutdown");
+    // The slot held the only waker (the future held the slot): dropping it now changes nothing.
     drop(slot.lock().unwrap().take());
     assert!(cancelled(task));
 }
@@ -410,4 +410,31 @@ fn a_future_whose_drop_panics_when_its_last_waker_goes_is_cancelled_quietly() {
         other => panic!("expected a cancelled task, got {:?}", other.map_err(|e| e.to_string())),
     }
     assert_eq!(pool.spawn(|| 7).join().unwrap(), 7, "the worker survived");
+}
+
+/// A future that waits for a wake-up nobody will send, while its waker stays alive elsewhere:
+/// the pool's shutdown cancels it, so its `Task` resolves instead of waiting for ever.
+#[test]
+fn shutdown_cancels_a_future_whose_waker_is_kept_alive_elsewhere() {
+    use std::sync::{Arc, Mutex};
+    use std::task::{Poll, Waker};
+    let kept: Arc<Mutex<Option<Waker>>> = Arc::new(Mutex::new(None));
+    let slot = Arc::clone(&kept);
+    let pool = cotenant::Pool::builder().policy(cotenant::Policy::fixed(1)).build().unwrap();
+    let task = pool.spawn_future(std::future::poll_fn(move |cx| {
+        *slot.lock().unwrap() = Some(cx.waker().clone());
+        Poll::<()>::Pending
+    }));
+    // Wait (without a timing assumption) until the first poll has stored the waker.
+    while kept.lock().unwrap().is_none() {
+        std::thread::yield_now();
+    }
+    pool.shutdown();
+    match task.join_timeout(std::time::Duration::from_secs(10)) {
+        Err(cotenant::JoinTimeoutError::Failed(cotenant::JoinError::Cancelled)) => {}
+        Err(cotenant::JoinTimeoutError::Timeout(_)) => panic!("the task never resolved"),
+        other => panic!("expected a cancelled task, got {:?}", other.map_err(|e| e.to_string())),
+    }
+    // The waker is still alive: waking it now does nothing harmful.
+    kept.lock().unwrap().take().unwrap().wake();
 }

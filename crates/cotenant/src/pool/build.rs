@@ -177,6 +177,8 @@ impl Builder {
             dynamic: controlled,
             #[cfg(not(loom))]
             idle_coasting: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(not(loom))]
+            futures: super::future_task::LiveFutures::new(),
             borrow: Borrow::new(self.policy.fixed_target().is_none()),
             borrows: AtomicU64::new(0),
             blocked: AtomicUsize::new(0),

@@ -24,7 +24,9 @@
 //! dropped unrun (the pool shut down before the poll was queued, or `shutdown_now` drained the
 //! queue), it marks the task done and drops the future, whose completer then resolves the
 //! `Task` as [`JoinError::Cancelled`]. A future nobody can wake any more (its last waker
-//! dropped) is dropped with its `FutureTask`, with the same result.
+//! dropped) is dropped with its `FutureTask`, with the same result. The pool keeps a list of
+//! its unfinished futures (`LiveFutures`): its shutdown, once the workers have exited, cancels
+//! those still waiting for a wake-up, whoever holds their wakers (one might never come).
 //!
 //! **Metrics.** A poll is a job like any other, so the pool's task counters and histograms
 //! already count and time it; on top, `Shared::future_polls` counts the polls that started (each
@@ -88,6 +90,7 @@ where
         polls: Arc::clone(&shared.future_polls),
         running: Mutex::new(Some(Running { future: Box::pin(future), completer })),
     });
+    shared.futures.insert(&spawned);
     match shared.submit(Scheduled::into_job(spawned)) {
         Ok(()) => task,
         // The refused job was dropped, which resolved `task` as Cancelled; say Rejected.
@@ -105,11 +108,21 @@ impl<F: Future> FutureTask<F> {
     /// unrun, or a waker that found the pool gone).
     fn cancel(&self) {
         self.state.finish();
+        self.leave();
         let running = self.running.lock().unwrap_or_else(PoisonError::into_inner).take();
         // A future whose drop panics: the completer, a later field, is dropped all the same
         // while unwinding, so the Task still resolves. The panic goes no further: this runs
         // where a job is dropped (a shutdown, a refused wake-up), not inside a task.
         let _ = catch_unwind(AssertUnwindSafe(move || drop(running)));
+    }
+}
+
+impl<F: Future> FutureTask<F> {
+    /// Leaves the pool's list of live futures (`LiveFutures`): it is done.
+    fn leave(&self) {
+        if let Some(shared) = self.pool.upgrade() {
+            shared.futures.remove(self as *const Self as *const () as usize);
+        }
     }
 }
 
@@ -119,6 +132,7 @@ impl<F: Future> Drop for FutureTask<F> {
     /// drop goes no further, as in `cancel`: this runs wherever the last waker is dropped
     /// (inside `poll_job`, whose deferred polls must still run, or in another runtime).
     fn drop(&mut self) {
+        self.leave();
         let running = self.running.get_mut().unwrap_or_else(PoisonError::into_inner).take();
         let _ = catch_unwind(AssertUnwindSafe(move || drop(running)));
     }
@@ -253,6 +267,7 @@ where
     let finished = running.take();
     drop(running);
     task.state.finish(); // before the future's drop: a wake-up from that drop does nothing
+    task.leave();
     let Some(Running { future, completer }) = finished else {
         return Outcome::Completed; // unreachable: `current` was there
     };
@@ -340,4 +355,62 @@ fn route(shared: &Arc<Shared>, job: Job) {
     }
     // Its own poll sets the flag and runs what it defers.
     shared.run_on_caller(job);
+}
+
+/// A live future's side that the pool's shutdown sees (`LiveFutures::cancel_waiting`),
+/// whatever its type.
+trait LiveFuture: Send + Sync {
+    /// If the future waits for a wake-up (IDLE), cancels it now: its `Task` resolves as
+    /// `Cancelled`. Any other state already has an owner that will poll or cancel it.
+    fn cancel_waiting(&self);
+}
+
+impl<F> LiveFuture for FutureTask<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn cancel_waiting(&self) {
+        // The transition of a wake-up: whoever moves an idle task to SCHEDULED owns its next
+        // poll, which here is its cancellation (a wake-up racing with this finds it taken).
+        if self.state.wake() == WakeAction::Enqueue {
+            self.cancel();
+        }
+    }
+}
+
+/// The futures of a pool that have not finished, so that its shutdown can cancel those that
+/// wait for a wake-up that may never come (a waker kept by a long-lived object, or by the
+/// future itself): without it, their `Task`s would never resolve. Keyed by the address of
+/// their `FutureTask`; one lock at a future's spawn and at its end (futures only).
+pub(crate) struct LiveFutures(Mutex<std::collections::HashMap<usize, Weak<dyn LiveFuture>>>);
+
+impl LiveFutures {
+    pub(crate) fn new() -> LiveFutures {
+        LiveFutures(Mutex::new(std::collections::HashMap::new()))
+    }
+
+    fn insert<F>(&self, task: &Arc<FutureTask<F>>)
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let key = Arc::as_ptr(task) as *const () as usize;
+        let weak: Weak<dyn LiveFuture> = Arc::downgrade(task) as Weak<FutureTask<F>>;
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(key, weak);
+    }
+
+    fn remove(&self, key: usize) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
+    }
+
+    /// Called by the pool's shutdown once its workers have exited: every future still waiting
+    /// for a wake-up is cancelled (outside the lock: a future's drop may wake or drop wakers).
+    pub(crate) fn cancel_waiting(&self) {
+        let live: Vec<Weak<dyn LiveFuture>> =
+            self.0.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, weak)| weak).collect();
+        for future in live.iter().filter_map(Weak::upgrade) {
+            future.cancel_waiting();
+        }
+    }
 }

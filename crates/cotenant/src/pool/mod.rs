@@ -208,8 +208,8 @@ impl Pool {
     /// polled (the crate's README shows the pattern).
     ///
     /// Shutting down: [`shutdown`](Pool::shutdown) lets the polls already queued run; a future
-    /// still waiting for a wake-up then is cancelled when it is next woken, or when its last
-    /// waker is dropped (nothing could poll it any more); [`shutdown_now`](Pool::shutdown_now)
+    /// still waiting for a wake-up once the workers have exited is cancelled then, whoever
+    /// holds its waker (a wake-up that might never come); [`shutdown_now`](Pool::shutdown_now)
     /// cancels the queued polls too. A cancelled future is dropped, and its `Task` fails with
     /// [`JoinError::Cancelled`]. A future whose every waker is dropped while the pool runs is
     /// dropped and cancelled the same way. [`wait_idle`](Pool::wait_idle) waits for the polls
@@ -363,6 +363,10 @@ impl Pool {
         // A concurrent or earlier caller may hold the handles: wait for every worker to exit
         // anyway (all but the calling one, if a task of this pool called us).
         let _ = self.shared.wait_workers_exited(None); // no deadline: never an `Err`
+                                                       // Futures that still wait for a wake-up would wait for ever: cancelled (their polls
+                                                       // that were queued have run, or were cancelled by `shutdown_now`).
+        #[cfg(not(loom))]
+        self.shared.futures.cancel_waiting();
         #[cfg(not(loom))]
         if let Some(control) = &self.control {
             control.unregister();

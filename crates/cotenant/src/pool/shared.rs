@@ -57,6 +57,10 @@ pub(crate) struct Shared {
     /// (`control::work_arrived`). Written by the controller only when it changes.
     #[cfg(not(loom))]
     pub(crate) idle_coasting: std::sync::atomic::AtomicBool,
+    /// The spawned futures that have not finished (`future_task.rs`): a shutdown cancels
+    /// those still waiting for a wake-up.
+    #[cfg(not(loom))]
+    pub(super) futures: super::future_task::LiveFutures,
     pub(crate) borrow: Borrow,
     /// Workers woken beyond the target (see `borrow.rs`).
     pub(super) borrows: AtomicU64,
