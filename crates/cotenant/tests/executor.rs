@@ -177,8 +177,9 @@ impl Future for Flagged {
     }
 }
 
-#[test]
-fn wakes_from_another_thread_while_queued_lead_to_one_poll() {
+/// A one-worker pool with one `Flagged` future that has been polled once (its waker is in the
+/// slot): the pool, the task, its flag, its waker slot and its poll count.
+fn flagged_future() -> (Pool, cotenant::Task<usize>, Arc<AtomicBool>, WakerSlot, Arc<AtomicUsize>) {
     let pool = fixed(1).build().unwrap();
     let flag = Arc::new(AtomicBool::new(false));
     let slot = WakerSlot::default();
@@ -187,6 +188,12 @@ fn wakes_from_another_thread_while_queued_lead_to_one_poll() {
     let task =
         pool.spawn_future(Flagged { flag: flag.clone(), slot: slot.clone(), stored, polls: polls.clone() });
     was_stored.recv().unwrap();
+    (pool, task, flag, slot, polls)
+}
+
+#[test]
+fn wakes_from_another_thread_while_queued_lead_to_one_poll() {
+    let (pool, task, flag, slot, polls) = flagged_future();
     // The only worker runs the blocker once the first poll is over: the future is idle.
     let (blocker, release) = occupy_one(&pool);
     let waker = std::thread::spawn(move || {
@@ -357,14 +364,7 @@ fn the_metrics_count_each_poll_and_each_wake_up_that_queued_one() {
 
 #[test]
 fn wake_ups_that_find_the_poll_already_queued_are_not_counted() {
-    let pool = fixed(1).build().unwrap();
-    let flag = Arc::new(AtomicBool::new(false));
-    let slot = WakerSlot::default();
-    let polls = Arc::new(AtomicUsize::new(0));
-    let (stored, was_stored) = mpsc::channel();
-    let task =
-        pool.spawn_future(Flagged { flag: flag.clone(), slot: slot.clone(), stored, polls: polls.clone() });
-    was_stored.recv().unwrap();
+    let (pool, task, flag, slot, _polls) = flagged_future();
     // Once the blocker runs, the first poll is over: the future is idle, waiting for a wake-up.
     let (blocker, release) = occupy_one(&pool);
     flag.store(true, Ordering::SeqCst); // the next poll completes

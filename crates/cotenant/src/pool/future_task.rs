@@ -23,7 +23,7 @@
 //! **Cancellation.** The job carries a `Scheduled` guard, the right to poll the task once;
 //! dropped unrun (the pool shut down before the poll was queued, or `shutdown_now` drained the
 //! queue), it marks the task done and drops the future, whose completer then resolves the
-//! `Task` as [`JoinError::Cancelled`]. A future nobody can wake any more (its last waker
+//! `Task` as [`JoinError::Cancelled`](super::JoinError::Cancelled). A future nobody can wake any more (its last waker
 //! dropped) is dropped with its `FutureTask`, with the same result. The pool keeps a list of
 //! its unfinished futures (`LiveFutures`): its shutdown, once the workers have exited, cancels
 //! those still waiting for a wake-up, whoever holds their wakers (one might never come).
@@ -49,7 +49,7 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use super::shared::{Refused, Shared};
 use super::task::{failed_task, task_pair_in, Completer, Job, Outcome};
-use super::{JoinError, Panic, Task};
+use super::Task;
 use crate::sync::{CachePadded, Ordering};
 use state::{AfterPoll, RunState, WakeAction};
 
@@ -282,16 +282,7 @@ where
         // The poll's panic is the one reported; a second one, from the drop, is dropped.
         (Err(payload), _) => Err(payload),
     };
-    match result {
-        Ok(value) => {
-            completer.resolve(Ok(value));
-            Outcome::Completed
-        }
-        Err(payload) => {
-            completer.resolve(Err(JoinError::Panicked(Panic::new(payload))));
-            Outcome::Panicked
-        }
-    }
+    completer.resolve_run(result)
 }
 
 /// Queues the poll of a woken task (the caller owns that poll: it moved the task to

@@ -379,6 +379,21 @@ pub(crate) struct Completer<T> {
 }
 
 impl<T> Completer<T> {
+    /// Resolves with what a run of the task gave: its value, or the payload of its panic;
+    /// says which for the worker's counters.
+    pub(crate) fn resolve_run(self, run: Result<T, Box<dyn Any + Send + 'static>>) -> Outcome {
+        match run {
+            Ok(value) => {
+                self.resolve(Ok(value));
+                Outcome::Completed
+            }
+            Err(payload) => {
+                self.resolve(Err(JoinError::Panicked(Panic::new(payload))));
+                Outcome::Panicked
+            }
+        }
+    }
+
     pub(crate) fn resolve(mut self, result: Result<T, JoinError>) {
         if let Some(slot) = self.slot.take() {
             resolve(&slot, result);
@@ -448,16 +463,7 @@ impl Job {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        Job::from_fn(move || match catch_unwind(AssertUnwindSafe(f)) {
-            Ok(value) => {
-                completer.resolve(Ok(value));
-                Outcome::Completed
-            }
-            Err(payload) => {
-                completer.resolve(Err(JoinError::Panicked(Panic::new(payload))));
-                Outcome::Panicked
-            }
-        })
+        Job::from_fn(move || completer.resolve_run(catch_unwind(AssertUnwindSafe(f))))
     }
 
     /// A fire-and-forget job: a panic is counted by the pool, and its payload handed to the
