@@ -162,12 +162,16 @@ miri:
 # an unpacked copy whose name matches, so a verification could compile an older packaging of
 # these crates (rust-lang/cargo keys the copy by the registry's path, not by the content): the
 # copies of these five crates are removed first. No dependency of the workspace has these names.
+# For the same reason the verification builds in a target folder of its own, emptied first: in
+# the workspace's it found a library compiled from an older packaging of `cotenant` (cargo
+# never re-checks a registry package's sources) and failed on a module added since.
 CARGO_HOME_DIR = $(or $(CARGO_HOME),$(HOME)/.cargo)
 package:
 	rm -rf $(CARGO_HOME_DIR)/registry/src/*/cotenant-0.* $(CARGO_HOME_DIR)/registry/src/*/cotenant-sim-* \
 		$(CARGO_HOME_DIR)/registry/src/*/cotenant-ops-* $(CARGO_HOME_DIR)/registry/src/*/cotenant-lab-* \
-		$(CARGO_HOME_DIR)/registry/src/*/cotenant-cli-* target/package
-	$(CARGO) package --locked --allow-dirty -p cotenant -p cotenant-sim -p cotenant-ops -p cotenant-lab -p cotenant-cli
+		$(CARGO_HOME_DIR)/registry/src/*/cotenant-cli-* target/package target/pkgverify
+	$(CARGO) package --locked --allow-dirty -p cotenant -p cotenant-sim -p cotenant-ops -p cotenant-lab -p cotenant-cli \
+		--target-dir target/pkgverify
 
 # `make install PREFIX=...`, `make uninstall`, `make install-check` (the C library, header, shim,
 # pkg-config file and the command; mk/install.mk).
