@@ -177,10 +177,12 @@ impl Future for Flagged {
     }
 }
 
-/// A one-worker pool with one `Flagged` future that has been polled once (its waker is in the
-/// slot): the pool, the task, its flag, its waker slot and its poll count.
-fn flagged_future() -> (Pool, cotenant::Task<usize>, Arc<AtomicBool>, WakerSlot, Arc<AtomicUsize>) {
-    let pool = fixed(1).build().unwrap();
+/// The pool `builder` builds (one worker) with one `Flagged` future that has been polled once
+/// (its waker is in the slot): the pool, the task, its flag, its waker slot and its poll count.
+fn flagged_future(
+    builder: cotenant::Builder,
+) -> (Pool, cotenant::Task<usize>, Arc<AtomicBool>, WakerSlot, Arc<AtomicUsize>) {
+    let pool = builder.build().unwrap();
     let flag = Arc::new(AtomicBool::new(false));
     let slot = WakerSlot::default();
     let polls = Arc::new(AtomicUsize::new(0));
@@ -193,7 +195,7 @@ fn flagged_future() -> (Pool, cotenant::Task<usize>, Arc<AtomicBool>, WakerSlot,
 
 #[test]
 fn wakes_from_another_thread_while_queued_lead_to_one_poll() {
-    let (pool, task, flag, slot, polls) = flagged_future();
+    let (pool, task, flag, slot, polls) = flagged_future(fixed(1));
     // The only worker runs the blocker once the first poll is over: the future is idle.
     let (blocker, release) = occupy_one(&pool);
     let waker = std::thread::spawn(move || {
@@ -214,9 +216,60 @@ fn wakes_from_another_thread_while_queued_lead_to_one_poll() {
 }
 
 #[test]
+fn a_wake_up_from_another_thread_while_the_queue_is_full_returns_at_once_and_is_polled_later() {
+    // The waker's thread stands for a tokio I/O driver: waiting there for room would stall
+    // every socket it serves. The poll goes to the queue's overflow list instead.
+    let (pool, task, flag, slot, polls) = flagged_future(fixed(1).queue_capacity(1).on_full(Full::Block));
+    let (blocker, release) = occupy_one(&pool);
+    let filler = pool.spawn(|| 3);
+    assert_eq!(pool.metrics().queued, 1, "the queue's one place is taken");
+    let (woke, returned) = mpsc::channel();
+    let waker = std::thread::spawn(move || {
+        flag.store(true, Ordering::SeqCst);
+        slot.lock().unwrap().take().expect("the first poll left its waker").wake();
+        woke.send(()).unwrap();
+    });
+    // A guard against a hang only: the wake-up returns at once, or never (the only worker is
+    // held until `release`).
+    returned.recv_timeout(Duration::from_secs(60)).expect("the wake-up returned with the queue full");
+    waker.join().unwrap();
+    assert_eq!(polls.load(Ordering::SeqCst), 1, "not polled on the waker's thread");
+    assert_eq!(pool.metrics().queued, 2, "the filler in the queue, the poll in its overflow");
+    drop(release);
+    blocker.join().unwrap();
+    assert_eq!(task.join().unwrap(), 2, "polled once more, by the worker");
+    assert_eq!(filler.join().unwrap(), 3);
+    pool.shutdown();
+    assert_eq!(pool.metrics().caller_ran, 0, "nothing ran on a caller's thread");
+}
+
+#[test]
+fn a_future_woken_by_a_closure_while_the_queue_is_full_is_not_polled_inside_it() {
+    let (pool, task, flag, slot, polls) = flagged_future(fixed(1).queue_capacity(1).on_full(Full::Block));
+    let (go, wait_go) = mpsc::channel::<()>();
+    let seen = polls.clone();
+    // Runs on the only worker: it fills the queue, then wakes the future; the poll must not
+    // run inside this closure (the count is unchanged when the wake-up returns).
+    let waking = pool.spawn(move || {
+        wait_go.recv().unwrap();
+        flag.store(true, Ordering::SeqCst);
+        slot.lock().unwrap().take().expect("the first poll left its waker").wake();
+        seen.load(Ordering::SeqCst)
+    });
+    // Queued once the worker has taken `waking` (the queue has one place): the queue is full.
+    let filler = pool.spawn(|| 3);
+    go.send(()).unwrap();
+    assert_eq!(waking.join().unwrap(), 1, "not polled inside the waking closure");
+    assert_eq!(task.join().unwrap(), 2);
+    assert_eq!(filler.join().unwrap(), 3);
+    pool.shutdown();
+    assert_eq!(pool.metrics().caller_ran, 0);
+}
+
+#[test]
 fn a_thousand_self_waking_futures_complete_through_a_queue_of_four() {
-    // Requeues from the workers find the queue full most of the time: they run on the worker
-    // that woke them, never refused and never blocking it.
+    // Requeues from the workers find the queue full most of the time: they go to its overflow
+    // list, never refused, never blocking the worker, never polled inline.
     let pool = fixed(2).queue_capacity(4).on_full(Full::Block).build().unwrap();
     let polls = Arc::new(AtomicUsize::new(0));
     let tasks: Vec<_> = (0..1000).map(|_| pool.spawn_future(WakesItself::new(3, &polls))).collect();
@@ -226,8 +279,9 @@ fn a_thousand_self_waking_futures_complete_through_a_queue_of_four() {
     pool.shutdown();
     assert_eq!(polls.load(Ordering::SeqCst), 4000);
     let metrics = pool.metrics();
-    assert_eq!(metrics.completed, 4000, "each poll is one task, queued or run by its waker");
+    assert_eq!(metrics.completed, 4000, "each poll is one task");
     assert_eq!(metrics.rejected, 0);
+    assert_eq!(metrics.caller_ran, 0, "every poll was queued");
 }
 
 #[test]
@@ -364,7 +418,7 @@ fn the_metrics_count_each_poll_and_each_wake_up_that_queued_one() {
 
 #[test]
 fn wake_ups_that_find_the_poll_already_queued_are_not_counted() {
-    let (pool, task, flag, slot, _polls) = flagged_future();
+    let (pool, task, flag, slot, _polls) = flagged_future(fixed(1));
     // Once the blocker runs, the first poll is over: the future is idle, waiting for a wake-up.
     let (blocker, release) = occupy_one(&pool);
     flag.store(true, Ordering::SeqCst); // the next poll completes

@@ -160,7 +160,8 @@ impl Builder {
         self
     }
 
-    /// The most tasks that may wait in the queue. Default: [`DEFAULT_QUEUE_CAPACITY`].
+    /// The most tasks that may wait in the queue. Default: [`DEFAULT_QUEUE_CAPACITY`]. (The
+    /// polls of woken futures are queued past it: see [`Pool::spawn_future`](crate::Pool::spawn_future).)
     pub fn queue_capacity(mut self, capacity: usize) -> Self {
         self.queue_capacity = capacity;
         self

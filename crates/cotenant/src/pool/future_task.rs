@@ -11,14 +11,11 @@
 //!
 //! **Where a poll goes.** The first poll is submitted like a closure (`Shared::submit`: the
 //! pool's [`Full`](super::Full) policy). A poll after a wake-up is never refused for lack of
-//! room, since the future was already accepted: `Shared::push`, and if the queue is full, on a
-//! worker of this pool the poll runs on that thread (counted as a task run by its caller), after
-//! the poll in progress if there is one (the thread-local `DEFERRED` list, drained by the
-//! outermost poll: polls never nest by way of a wake-up, so a chain of wake-ups cannot grow
-//! the stack); so it does on a worker of another pool (two pools waking each other's futures
-//! with both queues full must not wait on each other); on any other thread the waker waits for
-//! room (`Shared::push_blocking`), as a blocked submitter does. A worker must not wait there:
-//! it may be the only one allowed to run.
+//! room and never waits for it, since the future was already accepted: `Shared::push_woken`
+//! queues it in the queue's overflow list when the queue is full (`queue.rs`). So a wake-up
+//! from any thread (a tokio I/O driver, a timer, a task of this pool or another) only queues a
+//! job and returns: it never blocks its caller and never polls inline, so polls never nest by
+//! way of a wake-up.
 //!
 //! **Cancellation.** The job carries a `Scheduled` guard, the right to poll the task once;
 //! dropped unrun (the pool shut down before the poll was queued, or `shutdown_now` drained the
@@ -39,15 +36,13 @@
 
 mod state;
 
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 
-use super::shared::{Refused, Shared};
+use super::shared::Shared;
 use super::task::{failed_task, task_pair_in, Completer, Job, Outcome};
 use super::Task;
 use crate::sync::{CachePadded, Ordering};
@@ -174,7 +169,7 @@ where
 
     fn run(mut self) -> Outcome {
         match self.0.take() {
-            Some(task) => poll_job(task),
+            Some(task) => poll_once(&task),
             None => Outcome::Completed,
         }
     }
@@ -186,49 +181,6 @@ impl<F: Future> Drop for Scheduled<F> {
             task.cancel();
         }
     }
-}
-
-thread_local! {
-    /// Whether this thread is inside a poll of a spawned future now (of any pool).
-    static POLLING: Cell<bool> = const { Cell::new(false) };
-    /// Polls of this pool's futures woken on this worker while the queue was full and a poll
-    /// was in progress: run in order by the outermost poll, right after its own.
-    static DEFERRED: RefCell<VecDeque<(Arc<Shared>, Job)>> = const { RefCell::new(VecDeque::new()) };
-}
-
-/// A job's body: one poll of `task`, then, if no other poll is in progress on this thread,
-/// the polls deferred during it.
-fn poll_job<F>(task: Arc<FutureTask<F>>) -> Outcome
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    /// Clears the flag however the poll ends (the future's panics are caught; this is for
-    /// anything else).
-    struct Leave;
-    impl Drop for Leave {
-        fn drop(&mut self) {
-            let _ = POLLING.try_with(|polling| polling.set(false));
-        }
-    }
-    // `try_with`: a wake-up may come from a thread-local's destructor as a thread exits.
-    let outermost = POLLING.try_with(|polling| !polling.replace(true)).unwrap_or(false);
-    let leave = outermost.then_some(Leave);
-    let outcome = poll_once(&task);
-    drop(task);
-    if outermost {
-        // Each deferred poll sees the flag set, so what it defers in turn is run here too.
-        while let Some((shared, job)) = take_deferred() {
-            shared.run_on_caller(job);
-        }
-    }
-    drop(leave);
-    outcome
-}
-
-/// The oldest poll deferred on this thread, if any.
-fn take_deferred() -> Option<(Arc<Shared>, Job)> {
-    DEFERRED.try_with(|deferred| deferred.borrow_mut().pop_front()).ok().flatten()
 }
 
 /// Polls `task` once with its own waker, and finishes it if it completed or panicked.
@@ -308,44 +260,13 @@ where
     }
 }
 
-/// Where a woken task's poll goes (see the module's comment): the queue; when it is full, this
-/// thread if it is one of the pool's workers, else a wait for room; dropped (which cancels the
-/// task) if the pool has shut down.
-fn route(shared: &Arc<Shared>, job: Job) {
-    let job = match shared.push(job) {
-        Ok(()) => return,
-        Err(Refused::ShutDown(job)) => {
-            shared.rejected.fetch_add(1, Ordering::Relaxed);
-            drop(job); // cancels the task
-            return;
-        }
-        Err(Refused::Full(job)) => job,
-    };
-    // A worker of another pool must not wait for room either: two pools whose workers wake
-    // each other's futures with both queues full would wait on each other for ever. It runs
-    // the poll as this pool's caller, as a worker of this pool does.
-    let a_pool_worker = super::worker::CURRENT_POOL.try_with(|current| current.get() != 0).unwrap_or(false);
-    if !shared.is_own_worker() && !a_pool_worker {
-        // Refused only if the pool shuts down meanwhile: the job is dropped, the task cancelled.
-        let _ = shared.push_blocking(job);
-        return;
+/// Queues a woken task's poll (see the module's comment); drops it (which cancels the task)
+/// if the pool has shut down.
+fn route(shared: &Shared, job: Job) {
+    if let Err(job) = shared.push_woken(job) {
+        shared.rejected.fetch_add(1, Ordering::Relaxed);
+        drop(job);
     }
-    if POLLING.try_with(Cell::get).unwrap_or(false) {
-        let mut job = Some(job);
-        let _ = DEFERRED.try_with(|deferred| {
-            if let Some(job) = job.take() {
-                deferred.borrow_mut().push_back((Arc::clone(shared), job));
-            }
-        });
-        // Deferred: the outermost poll on this thread runs it. Else the list is gone (the
-        // thread is exiting): run it now.
-        if let Some(job) = job {
-            shared.run_on_caller(job);
-        }
-        return;
-    }
-    // Its own poll sets the flag and runs what it defers.
-    shared.run_on_caller(job);
 }
 
 /// A live future's side that the pool's shutdown sees (`LiveFutures::cancel_waiting`),

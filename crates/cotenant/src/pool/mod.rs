@@ -185,9 +185,9 @@ impl Pool {
     /// [`block_on`](fn@crate::block_on)).
     ///
     /// The pool's allowed workers poll it, so the target, the cooperation with the
-    /// neighbours, the quota and the host CPU tokens apply to it exactly as to a closure; as
-    /// for a closure, a full queue can make another thread run a poll (the submitter under
-    /// [`Full::CallerRuns`], or a worker of this pool that woke it, below). Each
+    /// neighbours, the quota and the host CPU tokens apply to it exactly as to a closure (as
+    /// for a closure, a full queue under [`Full::CallerRuns`] makes the submitter run its first
+    /// poll). Each
     /// poll of a future counts as one task in [`metrics`](Pool::metrics) (`completed`, the
     /// queue-wait and run-time histograms): a future that waits three times counts four. Its
     /// waker queues the next poll: woken while it is being polled, the future is polled again
@@ -196,10 +196,10 @@ impl Pool {
     ///
     /// The first poll is queued under the pool's [`Full`] policy, as [`spawn`](Pool::spawn)
     /// queues a closure (refused: [`JoinError::Rejected`]). A poll after a wake-up is never
-    /// refused for lack of room: on a worker of this pool (or of another cotenant pool) it runs
-    /// on that thread, right after the poll in progress there if any (counted in
-    /// [`Metrics::caller_ran`]); on any other thread the waker waits for room, as a blocked
-    /// submitter does.
+    /// refused for lack of room and never waits for it: the queue takes it past its capacity
+    /// (a future has at most one poll queued, so this holds at most one poll per live future).
+    /// A wake-up only queues a poll and returns, whichever thread it comes from (a tokio I/O
+    /// thread, a timer, a task of this pool): it never blocks that thread and never polls there.
     ///
     /// A panic in the future fails its `Task` with [`JoinError::Panicked`] and is counted in
     /// [`Metrics::panicked`]. A future blocks its worker for as long as one poll runs: await,
@@ -230,7 +230,6 @@ impl Pool {
     /// assert_eq!(cotenant::block_on(total).unwrap().unwrap(), 100);
     /// ```
     ///
-    /// [`Metrics::caller_ran`]: crate::Metrics::caller_ran
     /// [`Metrics::panicked`]: crate::Metrics::panicked
     #[cfg(not(loom))]
     pub fn spawn_future<F>(&self, future: F) -> Task<F::Output>

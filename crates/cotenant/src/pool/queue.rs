@@ -1,80 +1,134 @@
-//! The pool's bounded task queue: one multi-producer multi-consumer FIFO shared by all workers.
+//! The pool's task queue: one multi-producer multi-consumer FIFO shared by all workers, bounded
+//! for submitters, with an overflow list for the polls of woken futures.
 //!
-//! Outside loom it is crossbeam's lock-free `ArrayQueue` (a fixed ring allocated at build, so a
-//! full queue is detected without allocating). Under loom it is a `Mutex<VecDeque>` with the
-//! same contract: the models check the sleep/wake protocol around the queue, and treat the queue
-//! itself as a linearizable black box.
+//! Outside loom the bounded part is crossbeam's lock-free `ArrayQueue` (a fixed ring allocated
+//! at build, so a full queue is detected without allocating). Under loom it is a
+//! `Mutex<VecDeque>` with the same contract: the models check the sleep/wake protocol around
+//! the queue, and treat the queue itself as a linearizable black box.
+//!
+//! **Why an overflow list.** A woken future's poll must be queued wherever the wake-up comes
+//! from (a tokio I/O thread, a timer, another pool's task) and must never wait for room nor be
+//! refused: the future was accepted once, at its spawn, and a waker that blocks stalls the
+//! thread that called it (every socket of a tokio I/O driver). So such a poll goes to the ring
+//! if it has room and to the overflow list otherwise (`push_or_overflow`). The list needs no
+//! bound of its own: a future has at most one poll queued at a time (`future_task/state.rs`),
+//! so it never holds more polls than the pool has live futures. Workers take from the list
+//! first, so that a ring kept full by submitters cannot starve a woken future. The list is
+//! touched only when the ring was full; the common path pays one load of a counter that stays
+//! in every core's cache (`overflowed`) per pop and per emptiness check.
 
-#[cfg(not(loom))]
+use std::collections::VecDeque;
+
+use crate::sync::{lock, AtomicUsize, CachePadded, Mutex, Ordering};
+
 pub(crate) struct Queue<T> {
+    #[cfg(not(loom))]
     ring: crossbeam_queue::ArrayQueue<T>,
+    #[cfg(loom)]
+    ring: Mutex<VecDeque<T>>,
+    #[cfg(loom)]
+    capacity: usize,
+    /// Items accepted past the ring's capacity (`push_or_overflow`), oldest first.
+    overflow: Mutex<VecDeque<T>>,
+    /// How many items `overflow` holds, read without its lock; changed only under it. SeqCst
+    /// like the ring's own operations: an emptiness check after the protocol's fences must see
+    /// an item pushed before the pusher's fence.
+    overflowed: CachePadded<AtomicUsize>,
 }
 
-#[cfg(not(loom))]
 impl<T> Queue<T> {
-    /// A queue that holds at most `capacity` items (`capacity >= 1`).
+    /// A queue whose ring holds at most `capacity` items (`capacity >= 1`).
     pub(crate) fn new(capacity: usize) -> Self {
-        Queue { ring: crossbeam_queue::ArrayQueue::new(capacity) }
+        Queue {
+            #[cfg(not(loom))]
+            ring: crossbeam_queue::ArrayQueue::new(capacity),
+            #[cfg(loom)]
+            ring: Mutex::new(VecDeque::new()),
+            #[cfg(loom)]
+            capacity,
+            overflow: Mutex::new(VecDeque::new()),
+            overflowed: CachePadded(AtomicUsize::new(0)),
+        }
     }
 
-    /// Appends `item`, or gives it back when the queue is full.
+    /// Appends `item` to the ring, or gives it back when the ring is full.
+    #[cfg(not(loom))]
     pub(crate) fn push(&self, item: T) -> Result<(), T> {
         self.ring.push(item)
     }
 
-    /// Takes the oldest item.
-    pub(crate) fn pop(&self) -> Option<T> {
-        self.ring.pop()
-    }
-
-    /// Items queued now (a snapshot: other threads may change it at once).
-    pub(crate) fn len(&self) -> usize {
-        self.ring.len()
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.ring.is_empty()
-    }
-
-    pub(crate) fn capacity(&self) -> usize {
-        self.ring.capacity()
-    }
-}
-
-#[cfg(loom)]
-pub(crate) struct Queue<T> {
-    items: crate::sync::Mutex<std::collections::VecDeque<T>>,
-    capacity: usize,
-}
-
-#[cfg(loom)]
-impl<T> Queue<T> {
-    pub(crate) fn new(capacity: usize) -> Self {
-        Queue { items: crate::sync::Mutex::new(std::collections::VecDeque::new()), capacity }
-    }
-
+    #[cfg(loom)]
     pub(crate) fn push(&self, item: T) -> Result<(), T> {
-        let mut items = crate::sync::lock(&self.items);
-        if items.len() >= self.capacity {
+        let mut ring = lock(&self.ring);
+        if ring.len() >= self.capacity {
             return Err(item);
         }
-        items.push_back(item);
+        ring.push_back(item);
         Ok(())
     }
 
-    pub(crate) fn pop(&self) -> Option<T> {
-        crate::sync::lock(&self.items).pop_front()
+    /// Appends `item` to the ring, or to the overflow list when the ring is full: never refused
+    /// (see the module's comment for who may use it).
+    pub(crate) fn push_or_overflow(&self, item: T) {
+        if let Err(item) = self.push(item) {
+            let mut overflow = lock(&self.overflow);
+            overflow.push_back(item);
+            self.overflowed.store(overflow.len(), ORDER);
+        }
     }
 
+    /// Takes the oldest overflowed item if there is one, else the ring's oldest.
+    pub(crate) fn pop(&self) -> Option<T> {
+        if self.overflowed.load(ORDER) != 0 {
+            let mut overflow = lock(&self.overflow);
+            if let Some(item) = overflow.pop_front() {
+                self.overflowed.store(overflow.len(), ORDER);
+                return Some(item);
+            }
+        }
+        self.pop_ring()
+    }
+
+    #[cfg(not(loom))]
+    fn pop_ring(&self) -> Option<T> {
+        self.ring.pop()
+    }
+
+    #[cfg(loom)]
+    fn pop_ring(&self) -> Option<T> {
+        lock(&self.ring).pop_front()
+    }
+
+    /// Items queued now, overflow included (a snapshot: other threads may change it at once).
     pub(crate) fn len(&self) -> usize {
-        crate::sync::lock(&self.items).len()
+        self.ring_len() + self.overflowed.load(ORDER)
+    }
+
+    #[cfg(not(loom))]
+    fn ring_len(&self) -> usize {
+        self.ring.len()
+    }
+
+    #[cfg(loom)]
+    fn ring_len(&self) -> usize {
+        lock(&self.ring).len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// The ring's capacity (the overflow list is not counted: it is for woken futures only).
+    #[cfg(not(loom))]
+    pub(crate) fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+
+    #[cfg(loom)]
     pub(crate) fn capacity(&self) -> usize {
         self.capacity
     }
 }
+
+/// See `Queue::overflowed`.
+const ORDER: Ordering = Ordering::SeqCst;

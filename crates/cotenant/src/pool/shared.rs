@@ -224,7 +224,23 @@ impl Shared {
     }
 
     /// Step P (README): one attempt to enqueue; on success wakes an allowed sleeper if any.
-    pub(super) fn push(&self, mut job: Job) -> Result<(), Refused> {
+    pub(super) fn push(&self, job: Job) -> Result<(), Refused> {
+        self.push_with(job, false)
+    }
+
+    /// Step P for a woken future's poll (`future_task.rs`): queued even when the queue is full
+    /// (its overflow list, `queue.rs`), so never refused but by a shutdown, which gives the
+    /// job back.
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(super) fn push_woken(&self, job: Job) -> Result<(), Job> {
+        self.push_with(job, true).map_err(|refused| match refused {
+            Refused::ShutDown(job) | Refused::Full(job) => job,
+        })
+    }
+
+    /// Step P, into the ring only or (`overflow`) into its overflow list when it is full.
+    #[inline]
+    fn push_with(&self, mut job: Job, overflow: bool) -> Result<(), Refused> {
         // The submit's one clock reading for the histograms: the start of the task's queue
         // wait (kept from a first try that found the queue full), and of its run if the
         // submitter ends up running it (`run_on_caller`).
@@ -238,7 +254,13 @@ impl Shared {
         // Counted before the push: a worker may pop and finish the task at once (`idle.rs`).
         #[cfg(not(loom))]
         self.accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let result = match self.queue.push(job) {
+        let pushed = if overflow {
+            self.queue.push_or_overflow(job);
+            Ok(())
+        } else {
+            self.queue.push(job)
+        };
+        let result = match pushed {
             Ok(()) => {
                 // Pairs with the fences in `Roster::sleep` and `Roster::set_target`.
                 fence(Ordering::SeqCst);
@@ -371,8 +393,7 @@ impl Shared {
         self.idle_changed.notify_all();
     }
 
-    /// Waits for room in the queue (`Full::Block`, and a woken future's poll off the pool's
-    /// workers: `future_task.rs`); rejected if the pool closes meanwhile.
+    /// Waits for room in the queue (`Full::Block`); rejected if the pool closes meanwhile.
     pub(super) fn push_blocking(&self, mut job: Job) -> Result<(), JoinError> {
         loop {
             self.blocked.fetch_add(1, Ordering::SeqCst);
@@ -414,10 +435,8 @@ impl Shared {
     /// and the workers pop until the queue is empty; one of those pops leaves it at most half
     /// full and sees `blocked` (the fence pairs with `push_blocking`'s registration).
     pub(super) fn after_pop(&self) {
-        // A pool that never blocks its submitters still has blocked wakers: a thread outside
-        // the pool that woke a spawned future while the queue was full (`future_task.rs`). A
-        // stale 0 read here only delays that waker to its next timed retry.
-        if self.on_full != Full::Block && self.blocked.load(Ordering::Relaxed) == 0 {
+        // Only `Full::Block` blocks anyone (a woken future's poll never waits: `queue.rs`).
+        if self.on_full != Full::Block {
             return;
         }
         fence(Ordering::SeqCst);

@@ -121,3 +121,28 @@ fn a_submitter_blocked_on_a_full_queue_gets_its_task_in() {
         pool.shutdown();
     });
 }
+
+/// Step P for a woken future's poll (`Shared::push_woken`) against the only worker taking the
+/// first task and falling asleep: with the queue's one place taken, the poll goes to the
+/// overflow list (`queue.rs`), and either way it runs once, with nothing lost or left asleep.
+#[test]
+fn a_woken_poll_pushed_past_a_full_queue_runs_once() {
+    use crate::pool::task::Outcome;
+    use crate::pool::job::Job;
+    use crate::sync::{AtomicUsize, Ordering};
+    model(|| {
+        let pool = pool_with_queue(1, 1, 1);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let first = pool.spawn(|| 1);
+        let counter = ran.clone();
+        let poll = Job::from_fn(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Outcome::Completed
+        });
+        assert!(pool.shared.push_woken(poll).is_ok(), "a woken poll is never refused before shutdown");
+        assert_eq!(first.join().unwrap(), 1);
+        pool.shutdown();
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "the woken poll ran once");
+        assert_eq!(pool.shared.roster.asleep(), 0, "a worker was left asleep after shutdown");
+    });
+}
