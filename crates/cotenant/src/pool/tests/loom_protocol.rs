@@ -127,8 +127,8 @@ fn a_submitter_blocked_on_a_full_queue_gets_its_task_in() {
 /// overflow list (`queue.rs`), and either way it runs once, with nothing lost or left asleep.
 #[test]
 fn a_woken_poll_pushed_past_a_full_queue_runs_once() {
-    use crate::pool::task::Outcome;
     use crate::pool::job::Job;
+    use crate::pool::task::Outcome;
     use crate::sync::{AtomicUsize, Ordering};
     model(|| {
         let pool = pool_with_queue(1, 1, 1);
