@@ -63,12 +63,29 @@
 //! first queued task when it *runs* (so tasks start in arrival order, and a worker that finds
 //! the queue empty parks again); after a task it takes the next one if it is still below the
 //! target and the queue has one, and parks otherwise. Raising the target wakes the newly
-//! allowed parked workers, at most one per queued task. Every `period` (10 ms) a controller
-//! builds a [`Sample`] from the simulated counters (the process's CPU time, the allowed CPUs'
-//! busy and idle time, the workers' busy time, CPU time and run-queue wait, the queue length)
-//! and asks the pool's [`Policy`] for the next target: the same call the library's controller
-//! makes. Like the library's, the controller's first tick only records the counters. Not
-//! modelled: the workers' brief spin before parking, the submitting thread, caches.
+//! allowed parked workers, at most one per queued task. A controller builds a [`Sample`] from
+//! the simulated counters (the process's CPU time, the allowed CPUs' busy and idle time, the
+//! workers' busy time, CPU time and run-queue wait, the queue length) and asks the pool's
+//! [`Policy`] for the next target: the same call the library's controller makes. When it
+//! samples is the library's decision too (`cotenant::internal::coast`): every `period` (10 ms)
+//! while anything may change, every two then four periods while the pool coasts (every worker
+//! running, alone, nobody waiting for a token), and not at all once it has been idle for a
+//! nap's ten periods, until the next item arrives. Like the library's, the controller's first
+//! sample (and its first after a nap) only records the counters.
+//!
+//! **Host tokens** (`ProcessConfig::uses_tokens`, the default pool when it has neighbours):
+//! as many as CPUs, shared by the processes that use them; a worker takes one with its task
+//! and gives it back after it, handing it to the first waiter (woken from the CPU the token
+//! came from), and a worker that finds none sleeps until one is handed to it. The policy is
+//! `Policy::sharing_host_tokens`, and its sample's run-queue wait is the token holders' only,
+//! as the library's controller counts it while the tokens are shared. **CPU leases**
+//! (`ProcessConfig::uses_leases`; the Linux model only, where CPUs have their own queues): with
+//! its token a worker leases the CPU it is on if free, else the next free one, and moves
+//! there (`sched_setaffinity`), so holders do not share a CPU while another idles
+//! ([`HostRun::holder_wait_beside_idle_ns`] measures the time they do). Not modelled: the
+//! take-back of a token whose task blocks (simulated tasks never block), the token wait limit,
+//! the workers' brief spin before parking, the submitting thread, system calls, caches, and
+//! the spread of an item's CPU time on a real host (every item costs exactly `service`).
 //!
 //! **Work**: per process, items of `service` CPU time arriving open-loop (Poisson or evenly
 //! spaced) from a seeded generator; latencies are taken from the intended arrival, as in the

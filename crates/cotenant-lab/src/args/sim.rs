@@ -98,6 +98,11 @@ pub struct SimNeighboursArgs {
     /// Host CPU tokens beyond one per CPU, for the `adaptive` pools (which share tokens).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub spare_tokens: u32,
+    /// The `adaptive` pools' workers take no CPU leases with their tokens (the library's take
+    /// one by default): token holders may then share a CPU while another idles, until a load
+    /// balance moves one. Matters under `--scheduler linux` only.
+    #[arg(long)]
+    pub no_leases: bool,
     /// CPU time of one item, in milliseconds.
     #[arg(long, default_value_t = 5.0, value_parser = parse_positive)]
     pub service_ms: f64,

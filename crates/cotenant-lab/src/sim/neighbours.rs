@@ -58,6 +58,8 @@ struct Case {
     seed: u64,
     spare_tokens: u32,
     scheduler: SchedulerModel,
+    /// The default pool's workers take CPU leases with their tokens (as the library's do).
+    leases: bool,
 }
 
 /// A simulated run, reduced like a real one, with what only a simulation can tell.
@@ -66,6 +68,8 @@ struct Simulated {
     mean_target: f64,
     events: u64,
     wall: Duration,
+    /// Token holders' wait for a CPU while a CPU idled (`HostRun::holder_wait_beside_idle_ns`).
+    beside_idle_ms: f64,
 }
 
 /// The library policy each lab pool kind stands for.
@@ -102,6 +106,7 @@ fn host_config(case: &Case) -> anyhow::Result<HostConfig> {
         arrivals: Arrivals::Poisson,
         // The default pool engages its tokens only while another process shares them.
         uses_tokens: case.kind == PoolKind::Adaptive && case.processes > 1,
+        uses_leases: case.leases,
     };
     let config = HostConfig {
         cpus: case.cpus,
@@ -164,6 +169,7 @@ fn simulate(case: &Case) -> anyhow::Result<Simulated> {
         mean_target: targets.iter().sum::<f64>() / targets.len().max(1) as f64,
         events: run.events,
         wall,
+        beside_idle_ms: run.holder_wait_beside_idle_ns as f64 / 1e6,
     })
 }
 
@@ -217,6 +223,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         seed: args.seed.wrapping_add(u64::from(repeat)),
         spare_tokens: args.spare_tokens,
         scheduler: scheduler_model(args.scheduler),
+        leases: !args.no_leases,
     };
     // Every configuration is checked before the first runs.
     for key in plan.keys() {
@@ -288,6 +295,7 @@ fn row(case: &Case, key: &Key, sim: &Simulated) -> serde_json::Map<String, serde
         "mean_target": sim.mean_target,
         "events": sim.events,
         "wall_s": sim.wall.as_secs_f64(),
+        "holder_wait_beside_idle_ms": sim.beside_idle_ms,
     });
     match value {
         serde_json::Value::Object(map) => map,
@@ -436,6 +444,7 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
         seed,
         spare_tokens: 0,
         scheduler: scheduler_model(args.scheduler),
+        leases: true, // as the lab's pools ran
     };
     for cell in &real.cells {
         host_config(&case(cell, cell.kind, 1)).with_context(|| format!("{}", args.real.display()))?;

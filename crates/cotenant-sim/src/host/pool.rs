@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
+use cotenant::internal::coast;
 use cotenant::policy::{PolicyState, Sample};
 
 use crate::rng::SplitMix64;
@@ -46,6 +47,9 @@ pub(super) enum Claim {
     Park,
     /// It holds a task but no token: sleep until one is handed to it.
     Block,
+    /// It holds a task, a token and the lease of this other CPU (the Linux model only):
+    /// move there, and run when that CPU picks it.
+    Move(u32),
 }
 
 pub(super) struct Process {
@@ -59,6 +63,9 @@ pub(super) struct Process {
     pub(super) state: PolicyState,
     pub(super) running: Level,
     pub(super) waiting: Level,
+    /// Its workers waiting for a CPU while they hold a token: the only run-queue wait the
+    /// library's controller counts while the tokens are shared (`pool/host_tokens.rs`).
+    pub(super) holder_waiting: Level,
     pub(super) holding: Level,
     /// The counters at the last controller tick, (self, busy, holding, waiting), and when it
     /// was (`None` before the first tick).
@@ -70,6 +77,16 @@ pub(super) struct Process {
     pub(super) last_end: u64,
     pub(super) completed: u64,
     pub(super) targets: Vec<u32>,
+    /// Periods to its next sample (`coast::next_stride`: more than one while it coasts).
+    pub(super) stride: u32,
+    /// Samples taken.
+    pub(super) samples: u64,
+    /// Samples in a row that found it idle (nothing queued, no worker busy, none was since
+    /// the last sample).
+    pub(super) idle_periods: u32,
+    /// When its next `Control` event counts (an earlier one still in the event queue was
+    /// superseded: a nap, or a submit that ended it); `u64::MAX` while it naps.
+    pub(super) next_control: u64,
 }
 
 impl Sim {
@@ -101,9 +118,31 @@ impl Sim {
         self.processes[p].holding.change(self.now, true);
     }
 
-    /// What `thread`, about to run, does: run the task it holds (it holds a token too), or
-    /// take the first queued task and a token, park without a task, or block without a token.
-    pub(super) fn claim(&mut self, thread: u32) -> Claim {
+    /// `thread` starts (`up`) or stops waiting for a CPU: its process's count, and the count
+    /// of token holders waiting (which the sample of a pool sharing tokens reports, and
+    /// `HostRun::holder_wait_beside_idle_ns` integrates against the idle CPUs). A thread counts
+    /// as a holder for the whole wait if it held a token when the wait began.
+    pub(super) fn note_waiting(&mut self, thread: u32, up: bool) {
+        let now = self.now;
+        let t = &mut self.threads[thread as usize];
+        let proc = &mut self.processes[t.process as usize];
+        proc.waiting.change(now, up);
+        let holder = if up { t.token } else { t.holder_waits };
+        t.holder_waits = up && t.token;
+        if holder {
+            proc.holder_waiting.change(now, up);
+            if up {
+                self.holders_waiting += 1;
+            } else {
+                self.holders_waiting -= 1;
+            }
+        }
+    }
+
+    /// What `thread`, about to run on `cpu`, does: run the task it holds (it holds a token
+    /// too), or take the first queued task and a token, park without a task, block without a
+    /// token, or move to the CPU it leased.
+    pub(super) fn claim(&mut self, thread: u32, cpu: u32) -> Claim {
         if self.threads[thread as usize].item.is_none() {
             if !self.take_item(thread) {
                 return Claim::Park;
@@ -121,12 +160,37 @@ impl Sim {
             self.tokens_free -= 1;
             t.token = true;
         }
+        if let Some(leased) = self.take_lease(thread, cpu) {
+            return Claim::Move(leased);
+        }
+        let t = &mut self.threads[thread as usize];
         if let Some((_, started)) = t.item.as_mut() {
             if *started == NOT_STARTED {
                 *started = now;
             }
         }
         Claim::Run
+    }
+
+    /// A token holder without a lease, about to run on `cpu`, takes a lease as the library's
+    /// worker does (`pool/host_tokens.rs`, `take_lease`): `cpu`'s if it is free, else the next
+    /// free one after `cpu` in id order (wrapping), and moves there (`Some`). Under the Linux
+    /// model only: with one run queue no CPU is ever shared while another idles. None free (spare
+    /// tokens): it runs without one. Unlike the library's worker, which keeps its lease with a
+    /// kept token and moves back to it for its next task, a simulated worker gives both back
+    /// after every task (`done`) and leases anew, so it leases the CPU it is on when it can.
+    fn take_lease(&mut self, thread: u32, cpu: u32) -> Option<u32> {
+        let t = &self.threads[thread as usize];
+        if !t.token || t.lease.is_some() || !self.linux_model() {
+            return None;
+        }
+        if !self.processes[t.process as usize].config.uses_leases {
+            return None;
+        }
+        let leased = next_free_lease(&self.leases, cpu)?;
+        self.leases[leased as usize] = true;
+        self.threads[thread as usize].lease = Some(leased);
+        (leased != cpu).then_some(leased)
     }
 
     /// `thread` (neither running nor waiting), holding a task, sleeps until a token comes.
@@ -140,6 +204,11 @@ impl Sim {
     /// once the CPU the token came from is settled), or to the free ones.
     fn release_token(&mut self, thread: u32) -> Option<u32> {
         let t = &mut self.threads[thread as usize];
+        // The lease first, as the library gives it back: a holder never finds every lease
+        // taken while there are no more tokens than leases.
+        if let Some(leased) = t.lease.take() {
+            self.leases[leased as usize] = false;
+        }
         if !t.token {
             return None;
         }
@@ -198,7 +267,7 @@ impl Sim {
         let handed = self.release_token(thread);
         // The busy stretch ends here; `claim` starts another at once if it takes a task.
         self.processes[p].holding.change(now, false);
-        match self.claim(thread) {
+        match self.claim(thread, cpu) {
             Claim::Run => {
                 // The worker takes the next task without leaving the CPU.
                 self.rekey(cpu);
@@ -216,6 +285,12 @@ impl Sim {
             Claim::Block => {
                 self.undispatch(cpu);
                 self.block(thread);
+                self.pick_next(cpu);
+            }
+            Claim::Move(leased) => {
+                // Not met in practice: the lease of `cpu` was given back just above.
+                self.undispatch(cpu);
+                self.lx_activate(thread, leased);
                 self.pick_next(cpu);
             }
         }
@@ -236,17 +311,39 @@ impl Sim {
         }
     }
 
+    /// A controller's sample, as `pool/control/tick.rs` takes it: the counters since the last
+    /// sample, the policy's decision, then when to sample next (`policy::coast`: every period,
+    /// every two or four while the pool coasts, or not until the next submit once it has been
+    /// idle for a nap's periods; the first sample after a nap only records the counters).
     pub(super) fn control(&mut self, p: u32) {
         let p = p as usize;
         let now = self.now;
-        self.push(now + self.period, Event::Control(p as u32));
+        if self.processes[p].next_control != now {
+            return; // superseded: the controller naps, or a submit brought its sample forward
+        }
         let busy_now = self.busy.at(now);
         let procs_running = self.runnable();
         let cpus = self.cpus.len() as u32;
+        let token_waiters = u32::try_from(self.token_waiters.len()).unwrap_or(u32::MAX);
+        let period = self.period;
         let proc = &mut self.processes[p];
-        let counters = (proc.running.at(now), busy_now, proc.holding.at(now), proc.waiting.at(now));
+        proc.samples += 1;
+        let engaged = proc.config.uses_tokens;
+        let holding_now = proc.holding.at(now);
+        // As the library's tick: busy since the last sample, or work queued or running now.
+        let had_work = proc.last.is_none_or(|((_, _, holding, _), _)| holding != holding_now)
+            || !proc.queue.is_empty()
+            || proc.holding.value > 0;
+        proc.idle_periods = if had_work { 0 } else { proc.idle_periods.saturating_add(1) };
+        // The wait the policy counts as contention: with the tokens shared, only the holders'
+        // (`pool/control/tick.rs`, `sharing_tokens`).
+        let wait_now = if engaged { proc.holder_waiting.at(now) } else { proc.waiting.at(now) };
+        let counters = (proc.running.at(now), busy_now, holding_now, wait_now);
+        let stride = std::mem::replace(&mut proc.stride, 1);
         let Some((last, last_at)) = proc.last.replace((counters, now)) else {
-            return; // the first tick: a baseline for the next one
+            // The first sample (at the start, or after a nap) only records the counters.
+            self.schedule_control(p, now + period);
+            return;
         };
         let (self_ns, busy_ns, holding_ns, waiting_ns) =
             (counters.0 - last.0, counters.1 - last.1, counters.2 - last.2, counters.3 - last.3);
@@ -264,17 +361,77 @@ impl Sim {
         sample.workers_cpu_ns = Some(self_ns);
         sample.workers_runq_wait_ns = Some(waiting_ns);
         sample.queued = u32::try_from(proc.queue.len()).unwrap_or(u32::MAX);
-        proc.targets.push(proc.state.target());
+        // The target in force in each period since the last sample (more than one while it
+        // coasted).
+        let periods = ((elapsed + period / 2) / period).max(1);
         let old = proc.state.target();
+        proc.targets.extend(std::iter::repeat_n(old, periods as usize));
         let policy = proc.config.policy.clone();
-        policy.decide(&sample, &mut proc.state);
+        let decision = policy.decide(&sample, &mut proc.state);
         let new = proc.state.target();
+        // A simulated token never fails and never times out; the set's waiters are read only
+        // when the period is otherwise calm, as the library reads them.
+        let calm = coast::is_calm(&decision, &sample, true)
+            && coast::tokens_quiet(engaged, false, Some(token_waiters));
+        let coasts = coast::may_coast(proc.idle_periods, coast::NAP_AFTER_PERIODS, calm);
+        proc.stride = coast::next_stride(stride, coasts);
+        let naps = proc.idle_periods >= coast::NAP_AFTER_PERIODS;
+        if naps {
+            // Its only pool has been idle for a nap's periods: the control thread sleeps until
+            // the next submit (`arrival`), after which it starts afresh.
+            proc.next_control = u64::MAX;
+            proc.last = None;
+        } else {
+            let next = now + u64::from(proc.stride) * period;
+            self.schedule_control(p, next);
+        }
         // Step T: wake the newly allowed parked workers, at most one per queued task.
         if new > old {
+            let proc = &self.processes[p];
             let woken: Vec<u32> = proc.parked.range(old..new).take(proc.queue.len()).copied().collect();
             for index in woken {
                 self.wake_worker(p, index);
             }
         }
+    }
+
+    /// Process `p`'s next sample is at `at` (any earlier one still queued no longer counts).
+    pub(super) fn schedule_control(&mut self, p: usize, at: u64) {
+        self.processes[p].next_control = at;
+        self.push(at, Event::Control(p as u32));
+    }
+
+    /// A submit to process `p` while its controller naps wakes it: sampled now, to start afresh
+    /// (`pool/control.rs`, the end of a nap).
+    pub(super) fn work_arrived(&mut self, p: usize) {
+        let proc = &mut self.processes[p];
+        if proc.next_control == u64::MAX {
+            proc.idle_periods = 0;
+            proc.stride = 1;
+            let now = self.now;
+            self.schedule_control(p, now);
+        }
+    }
+}
+
+/// The first CPU whose lease is free (`held[cpu]` false), from `here` on in id order, wrapping
+/// (`pool/host_tokens.rs`, `take_lease`: here first, then the next ones after it, so that
+/// holders moving at once spread).
+pub(super) fn next_free_lease(held: &[bool], here: u32) -> Option<u32> {
+    let n = held.len() as u32;
+    (0..n).map(|i| (here + i) % n.max(1)).find(|&cpu| !held[cpu as usize])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_free_lease;
+
+    #[test]
+    fn a_lease_is_the_cpus_own_if_free_else_the_next_free_one_wrapping() {
+        assert_eq!(next_free_lease(&[false, false], 1), Some(1));
+        assert_eq!(next_free_lease(&[false, true, true, false], 1), Some(3));
+        assert_eq!(next_free_lease(&[false, true, true, true], 2), Some(0), "wraps");
+        assert_eq!(next_free_lease(&[true, true], 0), None);
+        assert_eq!(next_free_lease(&[], 0), None);
     }
 }

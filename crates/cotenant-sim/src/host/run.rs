@@ -127,8 +127,11 @@ pub struct ProcessRun {
     pub throughput_per_s: f64,
     /// CPU time the process got (ns).
     pub cpu_ns: u64,
-    /// The target in force in each controller period, in order.
+    /// The target in force in each controller period, in order (periods it coasted through
+    /// included; not those while its controller napped).
     pub targets: Vec<u32>,
+    /// The samples its controller took (fewer than the periods while it coasted or napped).
+    pub samples: u64,
 }
 
 /// A simulation's outcome.
@@ -140,6 +143,12 @@ pub struct HostRun {
     pub simulated: u64,
     /// Events processed.
     pub events: u64,
+    /// Token holders' waits for a CPU while a CPU idled: the integral over time of the lesser
+    /// of the holders waiting and the idle CPUs (ns). Two holders sharing a CPU while another
+    /// idles (a wake-up placed on a busy CPU, until a balance moves one) count here; CPU
+    /// leases are what removes it. 0 under the idealised model, whose one run queue never
+    /// leaves a CPU idle while a thread waits.
+    pub holder_wait_beside_idle_ns: u64,
 }
 
 /// The `q`-quantile (0..=1) of sorted `values` (nearest rank), 0 when empty.
@@ -192,6 +201,13 @@ pub(super) struct Sim {
     pub(super) token_waiters: VecDeque<u32>,
     /// Tokens in all: one per CPU plus the spares.
     tokens_total: u32,
+    /// Per CPU, whether a token holder holds its lease.
+    pub(super) leases: Vec<bool>,
+    /// Token holders waiting for a CPU, over all processes (`Sim::note_waiting`).
+    pub(super) holders_waiting: u64,
+    /// `HostRun::holder_wait_beside_idle_ns` so far, and the time it was brought up to.
+    beside_idle: u64,
+    beside_idle_at: u64,
 }
 
 /// Runs the simulation.
@@ -204,6 +220,7 @@ pub fn simulate(config: &HostConfig) -> Result<HostRun, String> {
             sim.now = at.min(hard_stop);
             break;
         }
+        sim.count_beside_idle(at);
         sim.now = at;
         sim.events += 1;
         match event {
@@ -234,6 +251,8 @@ impl Sim {
                 remaining: 0,
                 item: None,
                 token: false,
+                lease: None,
+                holder_waits: false,
             }));
             let start = p.policy.fixed_target().map_or(p.threads, |n| n.min(p.threads as usize) as u32);
             // As the library's builder does for a pool with host tokens.
@@ -250,6 +269,7 @@ impl Sim {
                 state: PolicyState::new(start.max(1)),
                 running: Level::default(),
                 waiting: Level::default(),
+                holder_waiting: Level::default(),
                 holding: Level::default(),
                 last: None,
                 next_arrival: 0,
@@ -259,6 +279,10 @@ impl Sim {
                 last_end: 0,
                 completed: 0,
                 targets: Vec::new(),
+                stride: 1,
+                samples: 0,
+                idle_periods: 0,
+                next_control: 0,
             });
         }
         let groups = match config.fairness {
@@ -291,6 +315,10 @@ impl Sim {
             tokens_free: m.saturating_add(config.spare_tokens),
             tokens_total: m.saturating_add(config.spare_tokens),
             token_waiters: VecDeque::new(),
+            leases: vec![false; m as usize],
+            holders_waiting: 0,
+            beside_idle: 0,
+            beside_idle_at: 0,
         };
         let mut controller_phases = SplitMix64::stream(config.seed, u64::MAX - 1);
         for p in 0..sim.processes.len() {
@@ -309,9 +337,17 @@ impl Sim {
             }
             // The first tick only records the counters, as the library's controller does.
             let phase = controller_phases.below(config.period);
-            sim.push(phase, Event::Control(p as u32));
+            sim.schedule_control(p, phase);
         }
         sim
+    }
+
+    /// Brings `HostRun::holder_wait_beside_idle_ns` up to `at`: the counts it integrates only
+    /// change at events, so between two events they are constant.
+    fn count_beside_idle(&mut self, at: u64) {
+        let idle = (self.cpus.len() as u64).saturating_sub(self.busy.value);
+        self.beside_idle += self.holders_waiting.min(idle) * (at - self.beside_idle_at);
+        self.beside_idle_at = at;
     }
 
     pub(super) fn push(&mut self, at: u64, event: Event) {
@@ -341,9 +377,15 @@ impl Sim {
                     throughput_per_s: completed as f64 / span,
                     cpu_ns: proc.running.at(now),
                     targets: std::mem::take(&mut proc.targets),
+                    samples: proc.samples,
                 }
             })
             .collect();
-        HostRun { processes, simulated: now, events: self.events }
+        HostRun {
+            processes,
+            simulated: now,
+            events: self.events,
+            holder_wait_beside_idle_ns: self.beside_idle,
+        }
     }
 }

@@ -79,6 +79,10 @@ pub(super) struct Thread {
     pub(super) item: Option<(u64, u64)>,
     /// Holds one of the host's CPU tokens.
     pub(super) token: bool,
+    /// The CPU whose lease it holds with its token (`ProcessConfig::uses_leases`).
+    pub(super) lease: Option<u32>,
+    /// Counted among the token holders waiting for a CPU (`Sim::note_waiting`).
+    pub(super) holder_waits: bool,
 }
 
 /// A competitor at the upper level: a process (`Fairness::Processes`) or the whole host.
@@ -205,8 +209,7 @@ impl Sim {
         }
         group.waiting.insert((v, thread));
         self.threads[thread as usize].state = ThreadState::Waiting;
-        let p = self.threads[thread as usize].process as usize;
-        self.processes[p].waiting.change(self.now, true);
+        self.note_waiting(thread, true);
     }
 
     /// The first waiting thread in the scheduler's order, without taking it.
@@ -225,8 +228,7 @@ impl Sim {
         if group.waiting.is_empty() {
             self.ready.remove(&group.key(g));
         }
-        let p = self.threads[thread as usize].process as usize;
-        self.processes[p].waiting.change(self.now, false);
+        self.note_waiting(thread, false);
     }
 
     /// Runs `thread` (taken off the queue or just woken, holding an item) on the idle `cpu`.
@@ -293,8 +295,9 @@ impl Sim {
         }
         while let Some((_, thread)) = self.first_waiting() {
             self.dequeue(thread);
-            match self.claim(thread) {
-                Claim::Run => {
+            // One run queue: a lease never moves a thread here (`Sim::claim`).
+            match self.claim(thread, cpu) {
+                Claim::Run | Claim::Move(_) => {
                     self.dispatch(cpu, thread);
                     return;
                 }
@@ -379,8 +382,8 @@ impl Sim {
         t.vruntime = t.vruntime.max(floor);
         t.state = ThreadState::Waiting;
         if let Some(cpu) = self.idle.pop() {
-            match self.claim(thread) {
-                Claim::Run => self.dispatch(cpu, thread),
+            match self.claim(thread, cpu) {
+                Claim::Run | Claim::Move(_) => self.dispatch(cpu, thread),
                 Claim::Park => {
                     self.idle.push(cpu);
                     self.park(thread);

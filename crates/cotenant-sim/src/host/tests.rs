@@ -6,7 +6,7 @@ use cotenant::Policy;
 use super::*;
 
 fn process(policy: Policy, threads: u32, rate: f64, service: u64, arrivals: Arrivals) -> ProcessConfig {
-    ProcessConfig { policy, threads, rate, service, arrivals, uses_tokens: false }
+    ProcessConfig { policy, threads, rate, service, arrivals, uses_tokens: false, uses_leases: false }
 }
 
 fn host(cpus: u32, fairness: Fairness, processes: Vec<ProcessConfig>, duration: u64) -> HostConfig {
@@ -199,4 +199,46 @@ fn bad_inputs_are_named() {
     assert!(simulate(&config).unwrap_err().contains("process 0: Policy::share"));
     config.processes.clear();
     assert!(simulate(&config).unwrap_err().contains("at least one process"));
+}
+
+#[test]
+fn a_controller_samples_every_period_under_contention_coasts_alone_and_naps_when_idle() {
+    let ten_s = 10_000 * MS;
+    // Two adaptive pools overloading 2 CPUs: each sees the other, never calm, sampled every
+    // period (1000 periods in 10 s, a few more while the backlog drains).
+    let contended = simulate(&host(
+        2,
+        Fairness::Threads,
+        vec![process(Policy::adaptive(), 2, 600.0, 5 * MS, Arrivals::Uniform); 2],
+        ten_s,
+    ))
+    .unwrap();
+    for p in &contended.processes {
+        assert!(p.samples >= 990, "sampled every period: {}", p.samples);
+    }
+    // One adaptive pool alone, saturated: steady at every worker with no neighbour, so it
+    // coasts, sampled every fourth period (`coast::MAX_STRIDE`) once calm.
+    let alone = simulate(&host(
+        2,
+        Fairness::Threads,
+        vec![process(Policy::adaptive(), 2, 600.0, 5 * MS, Arrivals::Uniform)],
+        ten_s,
+    ))
+    .unwrap();
+    let samples = alone.processes[0].samples;
+    assert!((250..400).contains(&samples), "coasting: one sample per four periods, got {samples}");
+    assert!(alone.processes[0].targets.len() >= 990, "its target is still recorded for every period");
+    // One pool with an item every 500 ms: idle for a nap's ten periods after each, its
+    // controller naps until the next item (about 12 samples per item, not 50).
+    let idle = simulate(&host(
+        2,
+        Fairness::Threads,
+        vec![process(Policy::adaptive(), 2, 2.0, 5 * MS, Arrivals::Uniform)],
+        ten_s,
+    ))
+    .unwrap();
+    let p = &idle.processes[0];
+    assert_eq!(p.completed, 20);
+    assert!(p.samples <= 20 * 14, "napping between items: {} samples", p.samples);
+    assert_eq!(worst(&idle), 5 * MS, "an item that wakes a napping controller runs at once");
 }

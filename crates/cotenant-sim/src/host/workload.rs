@@ -31,6 +31,11 @@ pub struct ProcessConfig {
     /// as many tokens as CPUs, shared by every process that uses them, handed on in FIFO
     /// order). A worker that finds none sleeps until one is handed to it.
     pub uses_tokens: bool,
+    /// With a token, its workers also take the lease of one CPU and move there, as the
+    /// library's do (`cotenant::tokens`, "CPU leases"): holders then do not share a CPU while
+    /// another idles. Only the Linux scheduler model places threads on CPUs, so only it is
+    /// changed by this.
+    pub uses_leases: bool,
 }
 
 impl Sim {
@@ -51,6 +56,7 @@ impl Sim {
             proc.next_arrival = at;
             self.push(at, Event::Arrival(p as u32));
         }
+        self.work_arrived(p);
         self.wake_one_allowed(p);
     }
 }

@@ -30,6 +30,11 @@
 
 use super::{Decision, Reason, Sample};
 
+/// Periods that every pool of a process must have been idle (nothing queued, no worker busy)
+/// before its control thread naps until the next submit; also the idle periods after which an
+/// idle pool in a busy process coasts ([`may_coast`]).
+pub const NAP_AFTER_PERIODS: u32 = 10;
+
 /// The most periods between two samples of a coasting pool.
 pub const MAX_STRIDE: u32 = 4;
 

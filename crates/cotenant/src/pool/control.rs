@@ -52,6 +52,8 @@ use self::status::Publisher;
 use self::tick::{tick, tick_elastic, tokens_upkeep};
 use super::elastic::Totals;
 use super::Shared;
+// Idle periods of every pool before the control thread naps (shared with the simulator).
+use crate::policy::coast::NAP_AFTER_PERIODS;
 use crate::policy::elastic_size::ElasticState;
 use crate::policy::{Policy, PolicyState};
 use crate::sampler::{HostCounters, HostSampler};
@@ -62,8 +64,6 @@ pub const THREAD_NAME: &str = "cotenant-ctl";
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry { entries: Vec::new(), running: false, next_id: 0 });
 static WARNED: AtomicBool = AtomicBool::new(false);
 
-/// Idle periods of every pool before the control thread naps.
-const NAP_AFTER_PERIODS: u32 = 10;
 /// How often a napping thread looks at its pools without a tick (a backstop against a missed
 /// wake-up: a pool with work, gone, added or elastic ends the nap).
 const NAP_MAX: Duration = Duration::from_secs(1);

@@ -13,7 +13,6 @@ impl Sim {
     /// with its lag; with per-process cgroups its group entity joins the root queue if it was
     /// not there, after `update_cfs_group` gave it its share (the order of `enqueue_entity`).
     pub(super) fn lx_enqueue_thread(&mut self, thread: u32, cpu: u32) {
-        let now = self.now;
         let lx = &mut self.linux;
         let slice = lx.slice;
         lx.order += 1;
@@ -38,10 +37,8 @@ impl Sim {
             }
         }
         lx.refresh_cpu(cpu);
-        let t = &mut self.threads[thread as usize];
-        t.state = ThreadState::Waiting;
-        let p = t.process as usize;
-        self.processes[p].waiting.change(now, true);
+        self.threads[thread as usize].state = ThreadState::Waiting;
+        self.note_waiting(thread, true);
     }
 
     /// `dequeue_task_fair`: `thread` leaves its CPU's queues (to sleep, or to move), keeping
@@ -49,7 +46,6 @@ impl Sim {
     /// there, and is reweighted otherwise. A waiting thread stops counting as waiting; the
     /// caller gives it its next state.
     pub(super) fn lx_dequeue_thread(&mut self, thread: u32) {
-        let now = self.now;
         let lx = &mut self.linux;
         let (slice, tick) = (lx.slice, lx.tick);
         let task = lx.tasks[thread as usize];
@@ -72,10 +68,8 @@ impl Sim {
             }
         }
         lx.refresh_cpu(cpu);
-        let t = &self.threads[thread as usize];
-        if t.state == ThreadState::Waiting {
-            let p = t.process as usize;
-            self.processes[p].waiting.change(now, false);
+        if self.threads[thread as usize].state == ThreadState::Waiting {
+            self.note_waiting(thread, false);
         }
     }
 

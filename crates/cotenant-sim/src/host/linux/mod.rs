@@ -270,10 +270,17 @@ impl Sim {
                 let prev = self.lx_stop(cpu);
                 self.lx_set_waiting(prev);
             }
-            match self.claim(next) {
+            match self.claim(next, cpu) {
                 Claim::Run => {
                     self.lx_start(cpu, next);
                     return;
+                }
+                Claim::Move(leased) => {
+                    // The worker binds itself to its leased CPU (`sched_setaffinity` →
+                    // `__set_cpus_allowed_ptr` → `move_queued_task`): it leaves this queue for
+                    // that CPU's, keeping its lag, and this CPU picks again.
+                    self.lx_dequeue_thread(next);
+                    self.lx_activate(next, leased);
                 }
                 Claim::Park => {
                     self.lx_dequeue_thread(next);
@@ -299,6 +306,12 @@ impl Sim {
             None => self.lx_submitter_cpu(process),
         };
         let cpu = self.lx_select_cpu(thread, waker);
+        self.lx_activate(thread, cpu);
+    }
+
+    /// `activate_task` and `wakeup_preempt`: `thread`, runnable, joins `cpu`'s queue, and runs
+    /// there at once if that CPU is idle, or preempts its thread if the EEVDF pick prefers it.
+    pub(super) fn lx_activate(&mut self, thread: u32, cpu: u32) {
         let idle = self.linux.idle.contains(&cpu);
         if !idle {
             self.lx_charge(cpu);
@@ -356,8 +369,8 @@ impl Sim {
         t.state = ThreadState::Running(cpu);
         let done = now + t.remaining.max(1);
         let p = t.process as usize;
-        self.processes[p].waiting.change(now, false);
         self.processes[p].running.change(now, true);
+        self.note_waiting(thread, false);
         self.busy.change(now, true);
         let c = &mut self.cpus[cpu as usize];
         c.current = Some(thread);
@@ -391,10 +404,8 @@ impl Sim {
 
     /// `thread`, preempted, waits on its queue.
     fn lx_set_waiting(&mut self, thread: u32) {
-        let t = &mut self.threads[thread as usize];
-        t.state = ThreadState::Waiting;
-        let p = t.process as usize;
-        self.processes[p].waiting.change(self.now, true);
+        self.threads[thread as usize].state = ThreadState::Waiting;
+        self.note_waiting(thread, true);
     }
 
     /// `cpu` has nothing to run: it idles (tickless) until a wake-up or an idle balance gives

@@ -165,6 +165,7 @@ fn quiet_host(cpus: u32, pools: &[u32]) -> HostConfig {
         service: 100 * MS,
         arrivals: Arrivals::Uniform,
         uses_tokens: false,
+        uses_leases: false,
     };
     HostConfig {
         cpus,
@@ -272,6 +273,7 @@ fn figure_7(cpus: u32, policy: &Policy, load: f64, fairness: Fairness, tokens: b
         service: 5 * MS,
         arrivals: Arrivals::Poisson,
         uses_tokens: tokens,
+        uses_leases: tokens,
     };
     HostConfig {
         cpus,
@@ -334,6 +336,7 @@ fn the_linux_model_is_fair_per_process_across_cgroups_and_per_thread_in_one() {
         service: 5 * MS,
         arrivals: Arrivals::Uniform,
         uses_tokens: false,
+        uses_leases: false,
     };
     for (fairness, low, high) in [(Fairness::Processes, 0.85, 1.0), (Fairness::Threads, 0.17, 0.27)] {
         let config = HostConfig {
@@ -345,5 +348,72 @@ fn the_linux_model_is_fair_per_process_across_cgroups_and_per_thread_in_one() {
         let run = simulate(&config).unwrap();
         let small = run.processes[1].cpu_ns as f64 / run.simulated as f64;
         assert!((low..=high).contains(&small), "{fairness:?}: {small:.3} CPUs, expected {low} to {high}");
+    }
+}
+
+/// `processes` default pools (adaptive, sharing host tokens) on `cpus` CPUs in one cgroup at
+/// 70 % load, their workers taking CPU leases or not.
+fn default_pools(cpus: u32, processes: u32, leases: bool) -> HostConfig {
+    let rate = 0.7 * f64::from(cpus) / f64::from(processes) / 0.005;
+    let process = ProcessConfig {
+        policy: Policy::adaptive(),
+        threads: cpus,
+        rate,
+        service: 5 * MS,
+        arrivals: Arrivals::Poisson,
+        uses_tokens: true,
+        uses_leases: leases,
+    };
+    HostConfig {
+        cpus,
+        fairness: Fairness::Threads,
+        processes: vec![process; processes as usize],
+        duration: 3_000 * MS,
+        period: 10 * MS,
+        sched: SchedParams::linux(cpus),
+        seed: 1,
+        warmup: 0,
+        spare_tokens: 0,
+        scheduler: SchedulerModel::Linux,
+    }
+}
+
+/// The effect CPU leases exist for (the lab's traced run: two token holders sharing one CPU
+/// while the other idled, until the next balance): under the Linux model a worker woken for a
+/// task is placed on a busy CPU while another idles, and once it takes a token there two
+/// holders share that CPU. With leases the second one moves to an idle CPU at once.
+#[test]
+fn token_holders_share_a_cpu_while_another_idles_without_leases_and_never_with_them() {
+    for (cpus, processes) in [(2, 2), (16, 8)] {
+        let worst =
+            |run: &HostRun| run.processes.iter().map(|p| quantile(&p.service, 1.0)).max().unwrap_or(0);
+        let without = simulate(&default_pools(cpus, processes, false)).unwrap();
+        let with = simulate(&default_pools(cpus, processes, true)).unwrap();
+        eprintln!(
+            "{cpus} CPUs: without leases {} µs beside an idle CPU, worst item {} µs; with {} µs, {} µs",
+            without.holder_wait_beside_idle_ns / 1000,
+            worst(&without) / 1000,
+            with.holder_wait_beside_idle_ns / 1000,
+            worst(&with) / 1000
+        );
+        assert!(
+            without.holder_wait_beside_idle_ns > 5 * MS,
+            "{cpus} CPUs: the effect appears without leases"
+        );
+        assert!(worst(&without) > 6 * MS, "{cpus} CPUs: an item shared its CPU");
+        assert_eq!(
+            with.holder_wait_beside_idle_ns, 0,
+            "{cpus} CPUs: with leases no holder waits beside an idle CPU"
+        );
+        assert_eq!(worst(&with), 5 * MS, "{cpus} CPUs: with leases every item runs alone");
+    }
+}
+
+/// The idealised model has one run queue: no CPU idles while a thread waits, leases or not.
+#[test]
+fn the_idealised_model_never_leaves_a_holder_waiting_beside_an_idle_cpu() {
+    for leases in [false, true] {
+        let config = HostConfig { scheduler: SchedulerModel::Idealised, ..default_pools(2, 2, leases) };
+        assert_eq!(simulate(&config).unwrap().holder_wait_beside_idle_ns, 0);
     }
 }

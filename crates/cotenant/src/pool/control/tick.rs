@@ -110,10 +110,11 @@ pub(super) fn tick(
         _ => Some(0),
     };
     let calm = calm_here && crate::policy::coast::tokens_quiet(engaged, tokens_failed, waiting);
-    let coasts = crate::policy::coast::may_coast(entry.idle_periods, super::NAP_AFTER_PERIODS, calm);
+    let coasts =
+        crate::policy::coast::may_coast(entry.idle_periods, crate::policy::coast::NAP_AFTER_PERIODS, calm);
     // Idle and coasting: a submit asks for a sample at once (`work_arrived`). Stored only when
     // it changes: submitters read it on every push.
-    let idle_coasting = coasts && entry.idle_periods >= super::NAP_AFTER_PERIODS;
+    let idle_coasting = coasts && entry.idle_periods >= crate::policy::coast::NAP_AFTER_PERIODS;
     if pool.idle_coasting.load(Ordering::Relaxed) != idle_coasting {
         pool.idle_coasting.store(idle_coasting, Ordering::Relaxed);
     }
