@@ -393,7 +393,8 @@ fn read_real(path: &Path) -> anyhow::Result<RealRun> {
         let kind = match key["kind"].as_str() {
             Some("ignorant") => PoolKind::Ignorant,
             Some("adaptive") => PoolKind::Adaptive,
-            _ => continue, // only the two pools the ratios compare
+            Some("plain") => PoolKind::Plain,
+            _ => continue, // only the pools the ratios compare
         };
         let median: RunFigures = serde_json::from_value(a["median"].clone())
             .map_err(|e| bad(&format!("summary[{i}].median: {e}")))?;
@@ -414,8 +415,9 @@ fn read_real(path: &Path) -> anyhow::Result<RealRun> {
     Ok(RealRun { cpus, seconds, service_ms, cells })
 }
 
-/// The three ratios the validation compares: ignorant/adaptive service p99 and max (how much
-/// adaptive cuts them), adaptive/ignorant throughput.
+/// The three ratios the validation compares for a pool (the default pool, `adaptive`, or the
+/// plain adaptive policy without tokens, `plain`): ignorant/pool service p99 and max (how much
+/// the pool cuts them), pool/ignorant throughput.
 /// A ratio is NaN when its denominator is not positive (an empty run), and then never
 /// counts as within the tolerance.
 fn ratios(ignorant: &RunFigures, adaptive: &RunFigures) -> [f64; 3] {
@@ -451,22 +453,13 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
     }
     let mut outcome = Outcome::default();
     let mut lines = String::from(
-        "| setting | load | P | p99 ign/adp real | sim | within 25 % | max ign/adp real | sim | within 25 % | \
-         throughput adp/ign real | sim | within 25 % |\n|---|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---|\n",
+        "| setting | load | P | pool | p99 ign/pool real | sim | within 25 % | max ign/pool real | sim | within 25 % | \
+         throughput pool/ign real | sim | within 25 % |\n|---|---:|---:|---|---:|---:|---|---:|---:|---|---:|---:|---|\n",
     );
     let (mut within, mut total) = (0, 0);
     let mut compared = Vec::new();
-    for cell in real.cells.iter().filter(|c| c.kind == PoolKind::Ignorant) {
-        let Some(adaptive) = real.cells.iter().find(|c| {
-            c.kind == PoolKind::Adaptive
-                && c.setting == cell.setting
-                && c.load == cell.load
-                && c.processes == cell.processes
-        }) else {
-            continue;
-        };
-        let mut simulated: Vec<Aggregate> = Vec::new();
-        for kind in [PoolKind::Ignorant, PoolKind::Adaptive] {
+    let simulate_cell =
+        |cell: &RealCell, kind: PoolKind, rows: &mut crate::Rows| -> anyhow::Result<Aggregate> {
             let key = Key {
                 setting: cell.setting,
                 load: cell.load,
@@ -478,32 +471,58 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
             for seed in 1..=u64::from(args.repeats) {
                 let case = case(cell, kind, seed);
                 let sim = simulate(&case)?;
-                outcome.rows.push(row(&case, &key, &sim));
+                rows.push(row(&case, &key, &sim));
                 runs.push(sim.figures);
             }
-            simulated.push(aggregate(key, &runs));
+            Ok(aggregate(key, &runs))
+        };
+    for cell in real.cells.iter().filter(|c| c.kind == PoolKind::Ignorant) {
+        let pools: Vec<&RealCell> = real
+            .cells
+            .iter()
+            .filter(|c| {
+                matches!(c.kind, PoolKind::Plain | PoolKind::Adaptive)
+                    && c.setting == cell.setting
+                    && c.load == cell.load
+                    && c.processes == cell.processes
+            })
+            .collect();
+        if pools.is_empty() {
+            continue;
         }
-        let real_ratios = ratios(&cell.median, &adaptive.median);
-        let sim_ratios = ratios(&simulated[0].median, &simulated[1].median);
-        let _ = write!(lines, "| {} | {:.0}% | {} ", cell.setting.name(), cell.load * 100.0, cell.processes);
-        let mut verdicts = Vec::new();
-        for (r, s) in real_ratios.iter().zip(&sim_ratios) {
-            let ok = (s / r - 1.0).abs() <= TOLERANCE; // false when either is NaN
-            total += 1;
-            within += usize::from(ok);
-            verdicts.push(ok);
-            let _ = write!(lines, "| {r:.2} | {s:.2} | {} ", if ok { "yes" } else { "no" });
+        let ignorant = simulate_cell(cell, PoolKind::Ignorant, &mut outcome.rows)?;
+        for pool in pools {
+            let simulated = simulate_cell(pool, pool.kind, &mut outcome.rows)?;
+            let real_ratios = ratios(&cell.median, &pool.median);
+            let sim_ratios = ratios(&ignorant.median, &simulated.median);
+            let name = if pool.kind == PoolKind::Adaptive { "default" } else { "plain" };
+            let _ = write!(
+                lines,
+                "| {} | {:.0}% | {} | {name} ",
+                cell.setting.name(),
+                cell.load * 100.0,
+                cell.processes
+            );
+            let mut verdicts = Vec::new();
+            for (r, s) in real_ratios.iter().zip(&sim_ratios) {
+                let ok = (s / r - 1.0).abs() <= TOLERANCE; // false when either is NaN
+                total += 1;
+                within += usize::from(ok);
+                verdicts.push(ok);
+                let _ = write!(lines, "| {r:.2} | {s:.2} | {} ", if ok { "yes" } else { "no" });
+            }
+            lines.push_str("|\n");
+            compared.push(json!({
+                "setting": cell.setting.name(), "load": cell.load, "processes": cell.processes,
+                "pool": name,
+                "real": {"p99": real_ratios[0], "max": real_ratios[1], "throughput": real_ratios[2]},
+                "simulated": {"p99": sim_ratios[0], "max": sim_ratios[1], "throughput": sim_ratios[2]},
+                "within": verdicts,
+            }));
         }
-        lines.push_str("|\n");
-        compared.push(json!({
-            "setting": cell.setting.name(), "load": cell.load, "processes": cell.processes,
-            "real": {"p99": real_ratios[0], "max": real_ratios[1], "throughput": real_ratios[2]},
-            "simulated": {"p99": sim_ratios[0], "max": sim_ratios[1], "throughput": sim_ratios[2]},
-            "within": verdicts,
-        }));
     }
     if total == 0 {
-        bail!("{}: no configuration has both ignorant and adaptive", args.real.display());
+        bail!("{}: no configuration has both ignorant and adaptive or plain", args.real.display());
     }
     let model = model_text(scheduler_model(args.scheduler));
     let _ = write!(
