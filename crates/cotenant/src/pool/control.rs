@@ -127,7 +127,7 @@ fn nap(pools: &[Weak<Shared>]) {
     // A pool registered or gone since the list was taken (its nudge may have come before
     // NAPPING was set) ends the nap at once, as does work.
     let busy = lock_registry().entries.len() != pools.len()
-        || pools.iter().filter_map(Weak::upgrade).any(|pool| pool.queued() > 0 || pool.running() > 0);
+        || pools.iter().filter_map(Weak::upgrade).any(|pool| pool.has_work());
     if !busy {
         let mut deadline = Instant::now() + NAP_MAX;
         let mut guard = guard;
@@ -141,7 +141,7 @@ fn nap(pools: &[Weak<Shared>]) {
                 let mut live = 0;
                 let nap_on = pools.iter().filter_map(Weak::upgrade).all(|pool| {
                     live += 1;
-                    !pool.is_elastic() && pool.queued() == 0 && pool.running() == 0
+                    !pool.is_elastic() && !pool.has_work()
                 });
                 if !nap_on || live != pools.len() || lock_registry().entries.len() != pools.len() {
                     break;
@@ -412,7 +412,7 @@ fn control_loop() {
         let now = Instant::now();
         if WORK_ARRIVED.swap(false, Ordering::SeqCst) {
             for entry in registry.entries.iter_mut().filter(|entry| entry.stride > 1) {
-                let busy = entry.pool.upgrade().is_some_and(|pool| pool.queued() > 0 || pool.running() > 0);
+                let busy = entry.pool.upgrade().is_some_and(|pool| pool.has_work());
                 if busy {
                     (entry.stride, entry.next_due) = (1, now);
                 }

@@ -483,6 +483,12 @@ impl Shared {
         self.workers.iter().filter(|worker| worker.is_busy()).count()
     }
 
+    /// Work queued or running now: what the controller calls a pool that is not idle.
+    #[cfg(not(loom))]
+    pub(crate) fn has_work(&self) -> bool {
+        self.queued() > 0 || self.running() > 0
+    }
+
     /// Step B (`borrow.rs`): a task waits, no allowed worker sleeps; if every allowed worker
     /// is busy and a CPU is idle now, wake one worker beyond the target for it. Called by a
     /// submit that woke nobody and by an allowed worker that finished a task with more

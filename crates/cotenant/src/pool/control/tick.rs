@@ -45,7 +45,7 @@ pub(super) fn tick(
             pool.borrow.set(0, 0);
             entry.state = PolicyState::new(target);
             entry.last = None;
-            let had_work = pool.queued() > 0 || pool.running() > 0;
+            let had_work = pool.has_work();
             entry.idle_periods = if had_work { 0 } else { entry.idle_periods.saturating_add(1) };
             pool.roster.set_target(target as usize, || pool.queued());
             return;
@@ -66,9 +66,8 @@ pub(super) fn tick(
     let waits = read_runq_waits(entry, pool);
     let workers_runq_wait_ns = waits.as_ref().map(|w| w.all);
     let workers_token_wait_ns = waits.and_then(|w| w.holding);
-    let had_work = entry.last.as_ref().is_none_or(|last| workers_busy_ns != last.workers_busy_ns)
-        || pool.queued() > 0
-        || pool.running() > 0;
+    let had_work =
+        entry.last.as_ref().is_none_or(|last| workers_busy_ns != last.workers_busy_ns) || pool.has_work();
     entry.idle_periods = if had_work { 0 } else { entry.idle_periods.saturating_add(1) };
     let snapshot =
         Snapshot { host, workers_busy_ns, workers_cpu_ns, workers_runq_wait_ns, workers_token_wait_ns };
@@ -146,7 +145,7 @@ pub(super) fn tokens_upkeep(entry: &mut Entry, pool: &Shared) {
     tokens.take_back_blocked(pool.workers.iter().map(|w| &**w), &mut entry.token_holds_seen);
     tokens.refresh_engaged();
     if entry.upkeep_only() {
-        let had_work = pool.queued() > 0 || pool.running() > 0;
+        let had_work = pool.has_work();
         entry.idle_periods = if had_work { 0 } else { entry.idle_periods.saturating_add(1) };
     }
 }
