@@ -55,6 +55,9 @@ pub struct LabArgs {
     /// With `--items async`: each item's timer wait, in milliseconds (`None`: the default,
     /// [`DEFAULT_ASYNC_WAIT_MS`]).
     pub async_wait_ms: Option<f64>,
+    /// `neighbours`: items of exactly `service_ms` of CPU time (`lab-worker --exact-cpu`)
+    /// instead of a calibrated amount of work.
+    pub exact_cpu: bool,
     /// `isolation`'s scenarios to run, comma-separated (default: all); baseline and
     /// unisolated always run, as the ratios' denominators.
     pub scenarios: Vec<crate::isolation::Scenario>,
@@ -88,6 +91,7 @@ impl LabArgs {
             go_items: GoItems::Limited,
             items: Items::Threads,
             async_wait_ms: None,
+            exact_cpu: false,
             scenarios: Vec::new(),
             round_trip_us: None,
             client_priority: crate::loadgen::ClientPriority::Realtime,

@@ -251,7 +251,7 @@ impl Fill for SettingFlag {
     }
 }
 
-/// `--items` and `--async-wait-ms` (`neighbours`).
+/// `--items`, `--async-wait-ms` and `--exact-cpu` (`neighbours`).
 #[derive(Debug, Args)]
 pub struct ItemsFlag {
     /// What each item is: `threads`, work a pool's worker thread runs (the pool kinds), or
@@ -267,12 +267,19 @@ pub struct ItemsFlag {
     /// milliseconds (default 1; tokio's timers count whole milliseconds).
     #[arg(long, value_parser = parse_async_wait_ms)]
     pub async_wait_ms: Option<f64>,
+    /// Items of exactly --service-ms of CPU time, read on the worker thread's CPU clock,
+    /// instead of a fixed amount of work calibrated once: on a host where busy CPUs slow each
+    /// other (hyperthreads, a VM's vCPUs), the same work costs more CPU time when the host is
+    /// busy; with this, every item costs the same CPU time, as in the simulator. Rust kinds only.
+    #[arg(long)]
+    pub exact_cpu: bool,
 }
 
 impl Fill for ItemsFlag {
     fn fill(&self, args: &mut LabArgs) {
         args.items = self.items;
         args.async_wait_ms = self.async_wait_ms;
+        args.exact_cpu = self.exact_cpu;
     }
 }
 

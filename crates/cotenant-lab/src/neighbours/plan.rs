@@ -98,6 +98,8 @@ pub struct RunConfig {
     pub go_chunks: u32,
     /// Chunks per item for the Rust kinds (0: each process calibrates itself).
     pub chunks: u32,
+    /// Items of exactly `service_ms` of CPU time (`lab-worker --exact-cpu`; `chunks` is 0).
+    pub exact_cpu: bool,
     /// How long an async item waits on its timer before it computes (ms; the async kinds).
     pub async_wait_ms: f64,
 }

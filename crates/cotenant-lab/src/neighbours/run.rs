@@ -122,7 +122,9 @@ pub(super) fn lab_worker_args(config: &RunConfig) -> Vec<String> {
         "--seed".to_owned(),
         config.repeat.to_string(),
     ];
-    if config.chunks > 0 {
+    if config.exact_cpu {
+        args.push("--exact-cpu".to_owned());
+    } else if config.chunks > 0 {
         args.extend(["--chunks".to_owned(), config.chunks.to_string()]);
     }
     if config.kind.is_async() {
@@ -343,6 +345,9 @@ struct MeasuredRow {
     /// engaged its tokens).
     #[serde(skip_serializing_if = "Option::is_none")]
     token_takes: Option<u64>,
+    /// Items of exactly `service_ms` of CPU time (`--exact-cpu`); absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    exact_cpu: bool,
 }
 
 /// Runs `plan` and reduces it to an [`Outcome`] with tables, charts and verdicts.
@@ -351,7 +356,17 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
     // Every Rust process of every run does the same work: items sized once, here, rather than
     // by each process's own calibration, which moves by over 10 % from run to run and would
     // move the throughputs with it (issue 33's 150 % line was read through that noise).
-    let chunks = if plan.pools.iter().any(|&(kind, _)| !is_go(kind)) {
+    if args.exact_cpu {
+        if let Some(&(kind, _)) = plan.pools.iter().find(|&&(kind, _)| is_go(kind)) {
+            anyhow::bail!(
+                "--exact-cpu: the Go kinds ({}) size their items by work, not CPU time; leave them out or drop the flag",
+                kind_name(kind)
+            );
+        }
+    }
+    let chunks = if args.exact_cpu {
+        0
+    } else if plan.pools.iter().any(|&(kind, _)| !is_go(kind)) {
         crate::workload::calibrate_fastest(Duration::from_secs_f64(args.service_ms / 1000.0))
     } else {
         0
@@ -370,6 +385,7 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
             go_items: args.go_items,
             go_chunks: plan.go_chunks,
             chunks,
+            exact_cpu: args.exact_cpu,
             async_wait_ms: args.async_wait_ms.unwrap_or(DEFAULT_ASYNC_WAIT_MS),
         };
         let busy_before = lab.quiet_check();
@@ -433,6 +449,7 @@ pub fn run_plan(lab: &Lab, args: &LabArgs, plan: &Plan, title: &str) -> anyhow::
             token_takebacks: adaptive.then(|| reports.iter().map(|r| r.token_takebacks).sum::<u64>()),
             // Evidence that the default pools engaged their tokens (0 alone: P = 1).
             token_takes: adaptive.then(|| reports.iter().map(|r| r.token_takes).sum::<u64>()),
+            exact_cpu: args.exact_cpu,
         };
         outcome.rows.push(crate::row_of(&row));
         Ok(figures)

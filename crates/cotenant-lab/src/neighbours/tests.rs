@@ -79,6 +79,7 @@ fn the_go_worker_gets_its_own_arguments() {
         go_items,
         go_chunks: 0,
         chunks: 0,
+        exact_cpu: false,
         async_wait_ms: 1.0,
     };
     let common = "--processes 2 --fair-cpus 1 --load 1.5 --service-ms 5 --duration-ms 5000 --seed 2";
@@ -311,6 +312,7 @@ fn lab_worker_gets_the_async_kind_and_its_wait_and_parses_them() {
         go_items: GoItems::Limited,
         go_chunks: 0,
         chunks: 120,
+        exact_cpu: false,
         async_wait_ms: 2.5,
     };
     let parsed = |kind| {
@@ -327,6 +329,13 @@ fn lab_worker_gets_the_async_kind_and_its_wait_and_parses_them() {
     assert!(!lab_worker_args(&config(PoolKind::Adaptive)).contains(&"--async-wait-ms".to_owned()));
     let thread_items = parsed(PoolKind::Adaptive);
     assert_eq!(thread_items.async_wait_ms, crate::args::DEFAULT_ASYNC_WAIT_MS, "the worker's default");
+    // `--exact-cpu` replaces the calibrated chunks (the worker refuses both at once).
+    let exact = RunConfig { exact_cpu: true, ..config(PoolKind::Adaptive) };
+    let mut line = vec!["lab-worker".to_owned()];
+    line.extend(lab_worker_args(&exact));
+    line.extend(["--start-at-ns", "0", "--parent", "1"].map(str::to_owned));
+    let worker = Worker::try_parse_from(line).unwrap().args;
+    assert!(worker.exact_cpu && worker.chunks.is_none());
 }
 
 /// Recorded shapes of an async run at P = 2 in one cgroup: tokio's default runtime doubles the
