@@ -266,6 +266,50 @@ fn a_future_woken_by_a_closure_while_the_queue_is_full_is_not_polled_inside_it()
     assert_eq!(pool.metrics().caller_ran, 0);
 }
 
+/// Pending once per poll until `flag` is set (waking itself each time: `yield_now`'s idiom), at
+/// most `limit` times; returns how many times it yielded.
+struct YieldUntil {
+    flag: Arc<AtomicBool>,
+    limit: usize,
+    yielded: usize,
+}
+
+impl Future for YieldUntil {
+    type Output = usize;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        if self.flag.load(Ordering::SeqCst) || self.yielded == self.limit {
+            return Poll::Ready(self.yielded);
+        }
+        self.yielded += 1;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+#[test]
+fn a_future_that_keeps_waking_itself_past_a_full_queue_does_not_starve_the_queued_tasks() {
+    // One worker, a queue of two: [the future, a closure that sets the flag]. The future's
+    // first poll queues one more closure (the queue is full again) and yields: its next poll
+    // goes past the full queue, behind the closure, which runs first.
+    let pool = Arc::new(fixed(1).queue_capacity(2).on_full(Full::Block).build().unwrap());
+    let (blocker, release) = occupy_one(&pool);
+    let flag = Arc::new(AtomicBool::new(false));
+    let inner = pool.clone();
+    let yielding = YieldUntil { flag: flag.clone(), limit: 1000, yielded: 0 };
+    let task = pool.spawn_future(async move {
+        inner.execute(|| {});
+        yielding.await
+    });
+    let setter = flag.clone();
+    let closure = pool.spawn(move || setter.store(true, Ordering::SeqCst));
+    drop(release);
+    blocker.join().unwrap();
+    closure.join().unwrap();
+    assert_eq!(task.join().unwrap(), 1, "the queued closure ran after one yield, not after the limit");
+    pool.wait_idle();
+}
+
 #[test]
 fn a_thousand_self_waking_futures_complete_through_a_queue_of_four() {
     // Requeues from the workers find the queue full most of the time: they go to its overflow

@@ -410,7 +410,7 @@ fn read_real(path: &Path) -> anyhow::Result<RealRun> {
         cells.push(RealCell { setting, load, processes, kind, median });
     }
     if cells.is_empty() {
-        return Err(bad("no ignorant or adaptive configuration in summary"));
+        return Err(bad("no ignorant, plain or adaptive configuration in summary"));
     }
     Ok(RealRun { cpus, seconds, service_ms, cells })
 }

@@ -288,7 +288,9 @@ impl Sim {
                 self.pick_next(cpu);
             }
             Claim::Move(leased) => {
-                // Not met in practice: the lease of `cpu` was given back just above.
+                // The lease of `cpu` was given back just above, so it is free unless this
+                // worker runs on a CPU another holder leases (moved there by a balance, or
+                // holding a spare token): then it moves to a free lease.
                 self.undispatch(cpu);
                 self.lx_activate(thread, leased);
                 self.pick_next(cpu);

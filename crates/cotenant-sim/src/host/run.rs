@@ -357,6 +357,7 @@ impl Sim {
 
     fn finish(mut self, duration: u64) -> HostRun {
         let now = self.now;
+        self.count_beside_idle(now);
         // Every token is free or held, and nobody waits for one while one is free.
         let held = self.threads.iter().filter(|t| t.token).count() as u32;
         debug_assert_eq!(self.tokens_free + held, self.tokens_total);

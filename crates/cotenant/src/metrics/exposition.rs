@@ -415,7 +415,12 @@ fn scalars(metrics: &Metrics) -> Vec<Scalar> {
         scalar("cotenant_pool_target", Gauge, "workers allowed to run", target.into()),
         scalar("cotenant_pool_running", Gauge, "workers running tasks", running.into()),
         scalar("cotenant_pool_queued", Gauge, "tasks waiting in the queue", queued.into()),
-        scalar("cotenant_pool_queue_capacity", Gauge, "capacity of the queue", queue_capacity.into()),
+        scalar(
+            "cotenant_pool_queue_capacity",
+            Gauge,
+            "capacity of the queue (woken futures' polls may be queued beyond it)",
+            queue_capacity.into(),
+        ),
         scalar(
             "cotenant_pool_completed_total",
             Counter,

@@ -68,7 +68,8 @@ pub struct Metrics {
     pub running: usize,
     /// Gauge: tasks waiting in the queue.
     pub queued: usize,
-    /// The queue's capacity.
+    /// The queue's capacity. `queued` may exceed it by the polls of woken futures, which the
+    /// queue never refuses (`Pool::spawn_future`).
     pub queue_capacity: usize,
     /// Counter: tasks that ran to completion or panicked, including those run by a submitter
     /// under `Full::CallerRuns`.

@@ -125,7 +125,7 @@ impl<F: Future> Drop for FutureTask<F> {
     /// The last handle went (no waker left, no poll queued) with the future unfinished: it is
     /// dropped, and its completer resolves the `Task` as cancelled. A panic in the future's
     /// drop goes no further, as in `cancel`: this runs wherever the last waker is dropped
-    /// (inside `poll_job`, whose deferred polls must still run, or in another runtime).
+    /// (inside a poll of another future, or in another runtime).
     fn drop(&mut self) {
         self.leave();
         let running = self.running.get_mut().unwrap_or_else(PoisonError::into_inner).take();

@@ -12,9 +12,12 @@
 //! thread that called it (every socket of a tokio I/O driver). So such a poll goes to the ring
 //! if it has room and to the overflow list otherwise (`push_or_overflow`). The list needs no
 //! bound of its own: a future has at most one poll queued at a time (`future_task/state.rs`),
-//! so it never holds more polls than the pool has live futures. Workers take from the list
-//! first, so that a ring kept full by submitters cannot starve a woken future. The list is
-//! touched only when the ring was full; the common path pays one load of a counter that stays
+//! so it never holds more polls than the pool has live futures. A pop takes the ring's oldest
+//! item and moves the list's oldest into the place it freed, so the whole queue stays first in,
+//! first out: a ring kept full by submitters cannot starve a woken future, and futures that
+//! wake themselves over and over cannot starve the tasks in the ring (taking from the list
+//! first did: each repoll found the ring full again and went back to the list, ahead of the
+//! ring for good). The list is touched only when the ring was full; the common path pays one load of a counter that stays
 //! in every core's cache (`overflowed`) per pop and per emptiness check.
 
 use std::collections::VecDeque;
@@ -77,16 +80,28 @@ impl<T> Queue<T> {
         }
     }
 
-    /// Takes the oldest overflowed item if there is one, else the ring's oldest.
+    /// Takes the ring's oldest item and moves the oldest overflowed one into the place it
+    /// freed; with the ring empty, takes the oldest overflowed item.
     pub(crate) fn pop(&self) -> Option<T> {
-        if self.overflowed.load(ORDER) != 0 {
-            let mut overflow = lock(&self.overflow);
-            if let Some(item) = overflow.pop_front() {
-                self.overflowed.store(overflow.len(), ORDER);
-                return Some(item);
-            }
+        let popped = self.pop_ring();
+        if self.overflowed.load(ORDER) == 0 {
+            return popped;
         }
-        self.pop_ring()
+        let mut overflow = lock(&self.overflow);
+        let Some(item) = popped else {
+            let item = overflow.pop_front();
+            self.overflowed.store(overflow.len(), ORDER);
+            return item;
+        };
+        if let Some(oldest) = overflow.pop_front() {
+            // Into the ring before the count drops: `len` may count it twice for a moment,
+            // never zero times. A push that took the freed place first sends it back.
+            if let Err(oldest) = self.push(oldest) {
+                overflow.push_front(oldest);
+            }
+            self.overflowed.store(overflow.len(), ORDER);
+        }
+        Some(item)
     }
 
     #[cfg(not(loom))]

@@ -278,7 +278,10 @@ impl Sim {
                 Claim::Move(leased) => {
                     // The worker binds itself to its leased CPU (`sched_setaffinity` →
                     // `__set_cpus_allowed_ptr` → `move_queued_task`): it leaves this queue for
-                    // that CPU's, keeping its lag, and this CPU picks again.
+                    // that CPU's, keeping its lag, and this CPU picks again. It ran here just
+                    // now to make that call, so a balance sees it cache-hot (`task_hot`) and
+                    // does not pull it straight back.
+                    self.linux.tasks[next as usize].last_ran = self.now;
                     self.lx_dequeue_thread(next);
                     self.lx_activate(next, leased);
                 }

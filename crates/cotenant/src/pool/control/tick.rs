@@ -204,8 +204,7 @@ pub(super) fn tick_elastic(
     let previous = last_totals.replace((totals, at));
     // An elastic pool above its minimum keeps the controller awake until it has shrunk.
     let had_work = previous.is_none_or(|(before, _)| before != totals)
-        || queued > 0
-        || pool.running() > 0
+        || pool.has_work()
         || sizer.size > elastic.config.min;
     entry.idle_periods = if had_work { 0 } else { entry.idle_periods.saturating_add(1) };
 

@@ -24,7 +24,8 @@ use crate::sync::{AtomicUsize, Ordering};
 
 /// Pending, and nobody will poll it until a wake-up.
 const IDLE: usize = 0;
-/// A job that will poll it is queued (or about to be, or it is about to be polled inline).
+/// A job that will poll it is queued (or about to be; or, for a first poll under
+/// `Full::CallerRuns` with the queue full, about to run on the submitting thread).
 const SCHEDULED: usize = 1;
 /// Being polled.
 const RUNNING: usize = 2;
