@@ -107,8 +107,10 @@ bench-pool:
 # model: every ignorant/adaptive ratio, real against simulated (median of 5 seeds).
 sim-validate:
 	$(CARGO) build --release --locked -p cotenant-cli
-	for model in idealised linux; do \
-		$(RELEASE_BIN) sim validate --real docs/results/sim-validation-2cpu/results.json --scheduler $$model || exit 1; \
+	for real in docs/results/sim-validation-2cpu docs/results/sim-validation-2cpu-exact-cpu; do \
+		for model in idealised linux; do \
+			$(RELEASE_BIN) sim validate --real $$real/results.json --scheduler $$model || exit 1; \
+		done; \
 	done
 
 # The simulator tables of docs/policy.md.
