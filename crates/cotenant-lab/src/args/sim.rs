@@ -115,11 +115,9 @@ pub struct SimNeighboursArgs {
     /// spread.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeats: u32,
-    /// The scheduler model of the simulated host: `idealised` (one run queue for the host, an
-    /// idealised fair scheduler) or `linux` (Linux 6.6 and later: a run queue per CPU, the
-    /// earliest eligible virtual deadline first, wake-up placement and load balancing).
-    #[arg(long, value_enum, default_value_t = SchedulerArg::Idealised)]
-    pub scheduler: SchedulerArg,
+    /// The scheduler model (`--scheduler`).
+    #[command(flatten)]
+    pub scheduler: SchedulerFlag,
     /// Write results.json, results.csv, report.md and charts under DIR/sim-neighbours/.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -137,11 +135,9 @@ pub struct SimValidateArgs {
     /// Simulated runs per configuration (random streams 1 to N).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeats: u32,
-    /// The scheduler model of the simulated host: `idealised` (one run queue for the host, an
-    /// idealised fair scheduler) or `linux` (Linux 6.6 and later: a run queue per CPU, the
-    /// earliest eligible virtual deadline first, wake-up placement and load balancing).
-    #[arg(long, value_enum, default_value_t = SchedulerArg::Idealised)]
-    pub scheduler: SchedulerArg,
+    /// The scheduler model (`--scheduler`).
+    #[command(flatten)]
+    pub scheduler: SchedulerFlag,
     /// Write results.json and report.md under DIR/sim-validate/.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -219,6 +215,16 @@ pub struct SimBandwidthArgs {
     /// Print JSON instead.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--scheduler`, the flag of `sim neighbours` and `sim validate`.
+#[derive(Debug, Args)]
+pub struct SchedulerFlag {
+    /// The scheduler model of the simulated host: `idealised` (one run queue for the host, an
+    /// idealised fair scheduler) or `linux` (Linux 6.6 and later: a run queue per CPU, the
+    /// earliest eligible virtual deadline first, wake-up placement and load balancing).
+    #[arg(long = "scheduler", value_name = "SCHEDULER", value_enum, default_value_t = SchedulerArg::Idealised)]
+    pub model: SchedulerArg,
 }
 
 /// The scheduler model of `sim neighbours` and `sim validate` (`--scheduler`).

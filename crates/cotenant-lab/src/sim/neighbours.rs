@@ -222,7 +222,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         warmup_ns: ns(args.warmup),
         seed: args.seed.wrapping_add(u64::from(repeat)),
         spare_tokens: args.spare_tokens,
-        scheduler: scheduler_model(args.scheduler),
+        scheduler: scheduler_model(args.scheduler.model),
         leases: !args.no_leases,
     };
     // Every configuration is checked before the first runs.
@@ -250,7 +250,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         Ok(sim.figures)
     })?;
     outcome.verdicts = verdicts;
-    let model = model_text(scheduler_model(args.scheduler));
+    let model = model_text(scheduler_model(args.scheduler.model));
     let _ = write!(
         outcome.report,
         "Simulated host: {} CPUs ({model}). Each process: a pool of {} threads and Poisson arrivals of \
@@ -445,7 +445,7 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
         warmup_ns: 0, // the lab keeps every item
         seed,
         spare_tokens: 0,
-        scheduler: scheduler_model(args.scheduler),
+        scheduler: scheduler_model(args.scheduler.model),
         leases: true, // as the lab's pools ran
     };
     for cell in &real.cells {
@@ -524,7 +524,7 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
     if total == 0 {
         bail!("{}: no configuration has both ignorant and adaptive or plain", args.real.display());
     }
-    let model = model_text(scheduler_model(args.scheduler));
+    let model = model_text(scheduler_model(args.scheduler.model));
     let _ = write!(
         outcome.report,
         "Real run: {} ({} CPUs, {} s per run, {} ms items). Simulated: the same configurations, \

@@ -263,8 +263,20 @@ fn a_cpu_going_idle_pulls_a_cold_waiting_thread_but_not_a_hot_one() {
     assert_eq!((sim.threads[2].state, sim.linux.tasks[2].cpu), (ThreadState::Waiting, 0));
 }
 
-fn figure_7(cpus: u32, policy: &Policy, load: f64, fairness: Fairness, tokens: bool) -> HostConfig {
-    let processes: u32 = 2;
+/// `processes` pools of `cpus` threads with `policy` on a Linux-model host of `cpus` CPUs, each
+/// offered `load` of its fair share in Poisson-spaced 5 ms items for `duration`; with host
+/// tokens and CPU leases or not.
+#[allow(clippy::too_many_arguments)]
+fn shared_host(
+    cpus: u32,
+    processes: u32,
+    policy: &Policy,
+    load: f64,
+    fairness: Fairness,
+    tokens: bool,
+    leases: bool,
+    duration: u64,
+) -> HostConfig {
     let rate = load * f64::from(cpus) / f64::from(processes) / 0.005;
     let process = ProcessConfig {
         policy: policy.clone(),
@@ -273,13 +285,13 @@ fn figure_7(cpus: u32, policy: &Policy, load: f64, fairness: Fairness, tokens: b
         service: 5 * MS,
         arrivals: Arrivals::Poisson,
         uses_tokens: tokens,
-        uses_leases: tokens,
+        uses_leases: leases,
     };
     HostConfig {
         cpus,
         fairness,
         processes: vec![process; processes as usize],
-        duration: 2_000 * MS,
+        duration,
         period: 10 * MS,
         sched: SchedParams::linux(cpus),
         seed: 1,
@@ -287,6 +299,11 @@ fn figure_7(cpus: u32, policy: &Policy, load: f64, fairness: Fairness, tokens: b
         spare_tokens: 0,
         scheduler: SchedulerModel::Linux,
     }
+}
+
+/// Seed 000 Figure 7's setting at `cpus` CPUs: two processes for 2 s (leases with the tokens).
+fn figure_7(cpus: u32, policy: &Policy, load: f64, fairness: Fairness, tokens: bool) -> HostConfig {
+    shared_host(cpus, 2, policy, load, fairness, tokens, tokens, 2_000 * MS)
 }
 
 #[test]
@@ -352,30 +369,9 @@ fn the_linux_model_is_fair_per_process_across_cgroups_and_per_thread_in_one() {
 }
 
 /// `processes` default pools (adaptive, sharing host tokens) on `cpus` CPUs in one cgroup at
-/// 70 % load, their workers taking CPU leases or not.
+/// 70 % load for 3 s, their workers taking CPU leases or not.
 fn default_pools(cpus: u32, processes: u32, leases: bool) -> HostConfig {
-    let rate = 0.7 * f64::from(cpus) / f64::from(processes) / 0.005;
-    let process = ProcessConfig {
-        policy: Policy::adaptive(),
-        threads: cpus,
-        rate,
-        service: 5 * MS,
-        arrivals: Arrivals::Poisson,
-        uses_tokens: true,
-        uses_leases: leases,
-    };
-    HostConfig {
-        cpus,
-        fairness: Fairness::Threads,
-        processes: vec![process; processes as usize],
-        duration: 3_000 * MS,
-        period: 10 * MS,
-        sched: SchedParams::linux(cpus),
-        seed: 1,
-        warmup: 0,
-        spare_tokens: 0,
-        scheduler: SchedulerModel::Linux,
-    }
+    shared_host(cpus, processes, &Policy::adaptive(), 0.7, Fairness::Threads, true, leases, 3_000 * MS)
 }
 
 /// The effect CPU leases exist for (the lab's traced run: two token holders sharing one CPU
