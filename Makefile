@@ -158,7 +158,7 @@ miri:
 	echo "miri: pool::job under Miri"; \
 	$(CARGO) +nightly miri test --locked -p cotenant --lib --target-dir target/miri pool::job
 
-# The publishable crates packaged and verified together (cotenant-ops and cotenant-lab are not
+# The publishable crates packaged and verified together, then one by one (cotenant-ops and cotenant-lab are not
 # on crates.io, so the command's package is verified against their packages, not the registry).
 # Cargo unpacks the packages of its temporary registry into $CARGO_HOME/registry/src and reuses
 # an unpacked copy whose name matches, so a verification could compile an older packaging of
@@ -174,6 +174,11 @@ package:
 		$(CARGO_HOME_DIR)/registry/src/*/cotenant-cli-* target/package target/pkgverify
 	$(CARGO) package --locked --allow-dirty -p cotenant -p cotenant-sim -p cotenant-ops -p cotenant-lab -p cotenant-cli \
 		--target-dir target/pkgverify
+	@# Each published crate alone too, as its own release would run it; until the crates are on
+	@# crates.io, .cargo/config.toml points their names at this checkout.
+	for crate in cotenant cotenant-sim cotenant-cli; do \
+		$(CARGO) package --allow-dirty -p $$crate --target-dir target/pkgverify || exit 1; \
+	done
 
 # `make install PREFIX=...`, `make uninstall`, `make install-check` (the C library, header, shim,
 # pkg-config file and the command; mk/install.mk).
