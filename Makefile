@@ -158,8 +158,9 @@ miri:
 	echo "miri: pool::job under Miri"; \
 	$(CARGO) +nightly miri test --locked -p cotenant --lib --target-dir target/miri pool::job
 
-# The publishable crates packaged and verified together, then one by one (cotenant-ops and cotenant-lab are not
-# on crates.io, so the command's package is verified against their packages, not the registry).
+# The publishable crates packaged and verified together (cotenant-ops and cotenant-lab are not
+# on crates.io, so the command's package is verified against their packages, not the registry),
+# then cotenant, cotenant-sim and cotenant-cli one by one.
 # Cargo unpacks the packages of its temporary registry into $CARGO_HOME/registry/src and reuses
 # an unpacked copy whose name matches, so a verification could compile an older packaging of
 # these crates (rust-lang/cargo keys the copy by the registry's path, not by the content): the
