@@ -35,10 +35,10 @@ pub enum PeerKind {
     /// the same with host tokens off (`Builder::host_tokens_off`)
     #[value(name = "cotenant-plain")]
     CotenantPlain,
-    /// cotenant-adaptive with the task histograms off (`Builder::task_histograms(false)`): run
-    /// both in one run to see what timing every task costs
-    #[value(name = "cotenant-nohist")]
-    CotenantNoHist,
+    /// cotenant-adaptive with the task histograms on (`Builder::task_histograms(true)`; the
+    /// default is off): run both in one run to see what timing every task costs
+    #[value(name = "cotenant-hist")]
+    CotenantHist,
     /// the adaptive pool sharing host CPU tokens (a private set of n tokens), with CPU leases
     #[value(name = "cotenant-tokens")]
     CotenantTokens,
@@ -68,7 +68,7 @@ impl PeerKind {
         PeerKind::CotenantFixed,
         PeerKind::CotenantAdaptive,
         PeerKind::CotenantPlain,
-        PeerKind::CotenantNoHist,
+        PeerKind::CotenantHist,
         PeerKind::CotenantTokens,
         PeerKind::CotenantTokensNoLeases,
         PeerKind::Rayon,
@@ -84,7 +84,7 @@ impl PeerKind {
             PeerKind::CotenantFixed => "cotenant-fixed",
             PeerKind::CotenantAdaptive => "cotenant-adaptive",
             PeerKind::CotenantPlain => "cotenant-plain",
-            PeerKind::CotenantNoHist => "cotenant-nohist",
+            PeerKind::CotenantHist => "cotenant-hist",
             PeerKind::CotenantTokens => "cotenant-tokens",
             PeerKind::CotenantTokensNoLeases => "cotenant-tokens-noleases",
             PeerKind::Rayon => "rayon",

@@ -209,8 +209,8 @@ fn measure(peer: PeerKind, workload: Workload, config: &Config) -> Result<Measur
         }
         PeerKind::CotenantAdaptive => workload.run(cotenant_pool(adaptive(), Tokens::Default)?, config),
         PeerKind::CotenantPlain => workload.run(cotenant_pool(adaptive(), Tokens::Off)?, config),
-        PeerKind::CotenantNoHist => {
-            workload.run(CotenantPeer::new(adaptive(), n, Tokens::Default, Some(false))?, config)
+        PeerKind::CotenantHist => {
+            workload.run(CotenantPeer::new(adaptive(), n, Tokens::Default, Some(true))?, config)
         }
         PeerKind::CotenantTokens => {
             workload.run(cotenant_pool(adaptive(), Tokens::Private { leases: true })?, config)

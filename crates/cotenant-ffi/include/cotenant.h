@@ -73,6 +73,23 @@
 #define COTENANT_ON_FULL_CALLER_RUNS 2
 
 /**
+ * `cotenant_pool_options.task_histograms`: the library's default, off unless the environment
+ * variable `COTENANT_TASK_HISTOGRAMS` turns them on for the process.
+ */
+#define COTENANT_HISTOGRAMS_DEFAULT 0
+
+/**
+ * `cotenant_pool_options.task_histograms`: time every task into the queue-wait and run-time
+ * histograms of `cotenant_pool_metrics_json` (two clock readings per task).
+ */
+#define COTENANT_HISTOGRAMS_ON 1
+
+/**
+ * `cotenant_pool_options.task_histograms`: no histograms, whatever the environment says.
+ */
+#define COTENANT_HISTOGRAMS_OFF 2
+
+/**
  * The major version of the library this header belongs to (compare with `cotenant_version()`
  * at run time). The shared library's SONAME is `libcotenant_ffi.so.<abi>` (the major version, or `0.<minor>` before 1.0).
  */
@@ -125,6 +142,13 @@ typedef struct cotenant_pool_options {
    * tick, 10 ms on most kernels; otherwise 1000 to 10000000).
    */
   uint32_t period_us;
+  /**
+   * Whether the pool times its tasks into the queue-wait and run-time histograms of
+   * `cotenant_pool_metrics_json`: `COTENANT_HISTOGRAMS_DEFAULT` (0: off, unless the
+   * environment variable `COTENANT_TASK_HISTOGRAMS` says on), `COTENANT_HISTOGRAMS_ON` or
+   * `COTENANT_HISTOGRAMS_OFF`.
+   */
+  int task_histograms;
 } cotenant_pool_options;
 
 #ifdef __cplusplus

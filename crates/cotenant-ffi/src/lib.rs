@@ -54,6 +54,15 @@ pub const COTENANT_ON_FULL_REJECT: c_int = 1;
 /// thread before returning, which slows the producer down by exactly the work it tried to add.
 pub const COTENANT_ON_FULL_CALLER_RUNS: c_int = 2;
 
+/// `cotenant_pool_options.task_histograms`: the library's default, off unless the environment
+/// variable `COTENANT_TASK_HISTOGRAMS` turns them on for the process.
+pub const COTENANT_HISTOGRAMS_DEFAULT: c_int = 0;
+/// `cotenant_pool_options.task_histograms`: time every task into the queue-wait and run-time
+/// histograms of `cotenant_pool_metrics_json` (two clock readings per task).
+pub const COTENANT_HISTOGRAMS_ON: c_int = 1;
+/// `cotenant_pool_options.task_histograms`: no histograms, whatever the environment says.
+pub const COTENANT_HISTOGRAMS_OFF: c_int = 2;
+
 /// The major version of the library this header belongs to (compare with `cotenant_version()`
 /// at run time). The shared library's SONAME is `libcotenant_ffi.so.<abi>` (the major version, or `0.<minor>` before 1.0).
 pub const COTENANT_VERSION_MAJOR: c_int = 0;
@@ -104,6 +113,11 @@ pub struct CotenantPoolOptions {
     /// How often the controller re-decides how many workers run, in microseconds (0: one clock
     /// tick, 10 ms on most kernels; otherwise 1000 to 10000000).
     pub period_us: u32,
+    /// Whether the pool times its tasks into the queue-wait and run-time histograms of
+    /// `cotenant_pool_metrics_json`: `COTENANT_HISTOGRAMS_DEFAULT` (0: off, unless the
+    /// environment variable `COTENANT_TASK_HISTOGRAMS` says on), `COTENANT_HISTOGRAMS_ON` or
+    /// `COTENANT_HISTOGRAMS_OFF`.
+    pub task_histograms: c_int,
 }
 
 /// A task: a C function and its argument, moved to a worker thread.
@@ -537,7 +551,19 @@ fn build_pool(function: &str, prefix: &str, options: &CotenantPoolOptions) -> Re
         }
     };
     let period = checked_period(function, &format!("{prefix}period_us"), options.period_us)?;
-    let builder = builder.queue_capacity(queue_capacity).on_full(on_full).period(period);
+    let mut builder = builder.queue_capacity(queue_capacity).on_full(on_full).period(period);
+    match options.task_histograms {
+        COTENANT_HISTOGRAMS_DEFAULT => {}
+        COTENANT_HISTOGRAMS_ON => builder = builder.task_histograms(true),
+        COTENANT_HISTOGRAMS_OFF => builder = builder.task_histograms(false),
+        other => {
+            return Err(invalid(format!(
+                "task_histograms must be COTENANT_HISTOGRAMS_DEFAULT ({COTENANT_HISTOGRAMS_DEFAULT}), \
+                 COTENANT_HISTOGRAMS_ON ({COTENANT_HISTOGRAMS_ON}) or \
+                 COTENANT_HISTOGRAMS_OFF ({COTENANT_HISTOGRAMS_OFF}), got {other}"
+            )))
+        }
+    }
     let pool = builder.build().map_err(|e| match e {
         cotenant::BuildError::Spawn(_) => Error::new(COTENANT_ERR_SYSTEM, format!("{function}: {e}")),
         _ => Error::new(COTENANT_ERR_INVALID, format!("{function}: {e}")),

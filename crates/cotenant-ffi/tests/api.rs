@@ -297,7 +297,12 @@ fn try_submit_to_a_full_queue_is_refused_and_loses_no_task() {
     let counter = &COUNTER as *const AtomicU32 as *mut c_void;
     let gate = Gate::new();
     // Blocking on a full queue (the default), so that only try_submit refuses.
-    let options = CotenantPoolOptions { threads: 1, queue_capacity: 2, ..CotenantPoolOptions::default() };
+    let options = CotenantPoolOptions {
+        threads: 1,
+        queue_capacity: 2,
+        task_histograms: COTENANT_HISTOGRAMS_ON,
+        ..CotenantPoolOptions::default()
+    };
     // SAFETY: a valid options struct.
     let pool = unsafe { cotenant_pool_new_with(&options) };
     assert!(!pool.is_null(), "{}", last_error());
@@ -343,7 +348,13 @@ fn on_full_reject_and_caller_runs_do_what_the_option_says() {
     {
         let arg = counter as *const AtomicU32 as *mut c_void;
         let gate = Gate::new();
-        let options = CotenantPoolOptions { threads: 1, queue_capacity: 1, on_full, period_us: 5000 };
+        let options = CotenantPoolOptions {
+            threads: 1,
+            queue_capacity: 1,
+            on_full,
+            period_us: 5000,
+            ..Default::default()
+        };
         // SAFETY: a valid options struct.
         let pool = unsafe { cotenant_pool_new_with(&options) };
         assert!(!pool.is_null(), "{}", last_error());
@@ -379,8 +390,10 @@ fn on_full_reject_and_caller_runs_do_what_the_option_says() {
 
 #[test]
 fn the_metrics_json_has_every_field_of_metrics() {
-    // SAFETY: zero options are the defaults.
-    let pool = unsafe { cotenant_pool_new_with(&CotenantPoolOptions::default()) };
+    // The defaults but the histograms, which are off by default (unless the environment says).
+    let options = CotenantPoolOptions { task_histograms: COTENANT_HISTOGRAMS_ON, ..Default::default() };
+    // SAFETY: a valid options struct.
+    let pool = unsafe { cotenant_pool_new_with(&options) };
     assert!(!pool.is_null(), "{}", last_error());
     let snapshot = metrics(pool);
     // SAFETY: the error cases under test, then a live pool shut down once.
@@ -435,10 +448,19 @@ fn the_metrics_json_has_every_field_of_metrics() {
     assert!(threads >= 1 && (1..=threads).contains(&target), "{snapshot}");
     assert!(["off", "unavailable", "alone", "engaged"].contains(&snapshot["host_tokens"].as_str().unwrap()));
     assert!(snapshot["alerts"].is_array() && snapshot["budget"].is_null() && snapshot["elastic"].is_null());
-    // Pools made here time their tasks (the library's default): both histograms are there,
-    // empty while no task has run.
+    // A pool asked to time its tasks has both histograms, empty while no task has run.
     assert_eq!(histogram_count(&snapshot["queue_wait"]), 0, "{snapshot}");
     assert_eq!(histogram_count(&snapshot["run_time"]), 0, "{snapshot}");
+
+    // One told not to has neither, whatever the environment says.
+    let options = CotenantPoolOptions { task_histograms: COTENANT_HISTOGRAMS_OFF, ..Default::default() };
+    // SAFETY: a valid options struct.
+    let pool = unsafe { cotenant_pool_new_with(&options) };
+    assert!(!pool.is_null(), "{}", last_error());
+    let snapshot = metrics(pool);
+    // SAFETY: a live pool, shut down once.
+    assert_eq!(unsafe { cotenant_pool_shutdown(pool) }, COTENANT_OK);
+    assert!(snapshot["queue_wait"].is_null() && snapshot["run_time"].is_null(), "{snapshot}");
 }
 
 #[test]
@@ -457,6 +479,10 @@ fn bad_options_are_refused_naming_the_field() {
         (
             CotenantPoolOptions { period_us: 999, ..Default::default() },
             "options.period_us must be 0 (one clock tick)",
+        ),
+        (
+            CotenantPoolOptions { task_histograms: 3, ..Default::default() },
+            "options.task_histograms must be COTENANT_HISTOGRAMS_DEFAULT (0)",
         ),
     ];
     for (options, expected) in cases {

@@ -58,6 +58,7 @@ pub mod advisor;
 mod affinity;
 mod block_on;
 pub mod cpus;
+mod env_switch;
 pub mod health;
 #[doc(hidden)]
 pub mod internal;

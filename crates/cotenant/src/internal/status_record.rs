@@ -166,11 +166,7 @@ fn parse_pid(digits: &str) -> Option<u32> {
 /// Whether a value of [`STATUS_ENV`] turns publishing off; `Err` for a value that says
 /// neither (the caller warns and leaves it on).
 pub fn env_says_off(value: &str) -> Result<bool, String> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "off" | "0" | "false" | "no" => Ok(true),
-        "on" | "1" | "true" | "yes" | "" => Ok(false),
-        other => Err(format!("{STATUS_ENV}={other:?} is neither on nor off")),
-    }
+    crate::env_switch::parse(STATUS_ENV, value).map(|on| !on)
 }
 
 /// The folder of user `uid`'s records: [`STATUS_DIR_ENV`]'s value (`env_dir`) when set, else

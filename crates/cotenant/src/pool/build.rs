@@ -158,15 +158,24 @@ impl Builder {
         #[cfg(loom)]
         let wants_mask = self.pin_workers;
         let (mask_cpus, mask_lost) = if wants_mask { read_affinity() } else { (Vec::new(), false) };
+        let task_histograms = self.task_histograms.unwrap_or_else(|| {
+            let (on, bad_value) = super::builder::task_histograms_from(
+                std::env::var(super::builder::TASK_HISTOGRAMS_ENV).ok().as_deref(),
+            );
+            if let Some(why) = bad_value {
+                tracing::warn!(pool = %self.name, "cotenant: {why}; the task histograms stay off");
+            }
+            on
+        });
         // The histograms' clock measures its rate now, not on a task (`metrics/clock.rs`).
         #[cfg(not(loom))]
-        if self.task_histograms {
+        if task_histograms {
             crate::metrics::clock::calibrate();
         }
         let shared = Arc::new(Shared {
             name: std::sync::Arc::from(self.name.as_str()),
             // Under loom the models check the protocol; the histograms are no part of it.
-            task_histograms: self.task_histograms && cfg!(not(loom)),
+            task_histograms: task_histograms && cfg!(not(loom)),
             caller_histograms: TaskHistograms::default(),
             queue: Queue::new(self.queue_capacity),
             roster: Roster::new(threads, initial_target),

@@ -25,11 +25,30 @@ pub const MIN_PERIOD: Duration = Duration::from_millis(1);
 /// neighbours at all.
 pub const MAX_PERIOD: Duration = Duration::from_secs(10);
 
-/// Whether a pool keeps its task histograms when the builder is not told
-/// ([`Builder::task_histograms`]): the one line to change should their cost, measured by
-/// `pool-bench --peers cotenant-adaptive,cotenant-nohist`, call for it (and the setter's
-/// "Default:" with it).
-const DEFAULT_TASK_HISTOGRAMS: bool = true;
+/// Whether a pool keeps its task histograms when neither the builder
+/// ([`Builder::task_histograms`]) nor [`TASK_HISTOGRAMS_ENV`] says: off, because timing every
+/// task costs two clock readings of about 12 ns, which on tasks that do next to nothing is
+/// 8-20 % of the pool's throughput (`pool-bench --peers cotenant-adaptive,cotenant-hist`;
+/// RESULTS.md, issues 37 and 38), and on tasks of a microsecond or more is lost in the noise.
+/// Tokio's poll-time histograms are opt-in for the same reason.
+const DEFAULT_TASK_HISTOGRAMS: bool = false;
+
+/// The environment variable that turns the task histograms on (`on`, `1`, `true`, `yes`) or off
+/// (`off`, `0`, `false`, `no`) for the pools of a process whose code does not say
+/// ([`Builder::task_histograms`] wins): how an operator gets the queue-wait and run-time
+/// histograms (and `cotenant top`'s p99 queue wait) from a service without rebuilding it.
+pub const TASK_HISTOGRAMS_ENV: &str = "COTENANT_TASK_HISTOGRAMS";
+
+/// Whether the task histograms are on for a pool whose builder was not told: `env`, the value of
+/// [`TASK_HISTOGRAMS_ENV`] if set, else [`DEFAULT_TASK_HISTOGRAMS`]; a value that says neither
+/// keeps the default, with the reason (`Err`) for the caller to log.
+pub(crate) fn task_histograms_from(env: Option<&str>) -> (bool, Option<String>) {
+    match env.map(|value| crate::env_switch::parse(TASK_HISTOGRAMS_ENV, value)) {
+        None => (DEFAULT_TASK_HISTOGRAMS, None),
+        Some(Ok(on)) => (on, None),
+        Some(Err(why)) => (DEFAULT_TASK_HISTOGRAMS, Some(why)),
+    }
+}
 
 /// Configures and starts a [`Pool`]. Every setting is optional.
 ///
@@ -77,7 +96,8 @@ pub struct Builder {
     pub(super) host_tokens_off: bool,
     pub(super) stack_size: Option<usize>,
     pub(super) hooks: Hooks,
-    pub(super) task_histograms: bool,
+    /// `Builder::task_histograms`; `None`: [`task_histograms_from`] the environment at build.
+    pub(super) task_histograms: Option<bool>,
 }
 
 /// A hook run on each worker thread as it starts or stops (`Builder::on_thread_start`).
@@ -132,7 +152,7 @@ impl Default for Builder {
             host_tokens_off: false,
             stack_size: None,
             hooks: Hooks::default(),
-            task_histograms: DEFAULT_TASK_HISTOGRAMS,
+            task_histograms: None,
         }
     }
 }
@@ -183,7 +203,11 @@ impl Builder {
     /// ([`Metrics::queue_wait`] and [`Metrics::run_time`], `None` when off): buckets from 1 µs
     /// to about 8.4 s, each twice the one before, counted by each worker in its own memory
     /// (no lock, no allocation), for one clock reading per task on the worker and one at the
-    /// submit; off, the pool reads no clock for them. Default: on.
+    /// submit; off, the pool reads no clock for them. Default: off, unless the environment
+    /// variable [`TASK_HISTOGRAMS_ENV`] (`COTENANT_TASK_HISTOGRAMS=on`) turns them on for the
+    /// process; this setting wins over it. Two clock readings per task cost 8-20 % of the
+    /// throughput of tasks that do next to nothing, and nothing measurable on tasks of a
+    /// microsecond or more.
     ///
     /// - **Queue wait**: from the submit to the moment a worker takes the task off the queue.
     ///   A task that its submitter ran because the queue was full ([`Full::CallerRuns`])
@@ -226,7 +250,7 @@ impl Builder {
     /// [`Metrics::completed`]: crate::metrics::Metrics::completed
     /// [`Pool::shutdown_now`]: super::Pool::shutdown_now
     pub fn task_histograms(mut self, on: bool) -> Self {
-        self.task_histograms = on;
+        self.task_histograms = Some(on);
         self
     }
 

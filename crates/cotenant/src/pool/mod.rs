@@ -87,7 +87,9 @@ use task::{failed_task, task_pair_in, Job};
 pub use budget::checkpoint;
 #[cfg(not(loom))]
 pub(crate) use build::affinity_cpus;
-pub use builder::{default_period, Builder, DEFAULT_QUEUE_CAPACITY, MAX_PERIOD, MIN_PERIOD};
+pub use builder::{
+    default_period, Builder, DEFAULT_QUEUE_CAPACITY, MAX_PERIOD, MIN_PERIOD, TASK_HISTOGRAMS_ENV,
+};
 pub use error::{BuildError, Full, JoinTimeoutError, ShutdownTimeout, TrySpawnError};
 pub use placement::{background_current_thread, Background, Placement};
 #[cfg(not(loom))]

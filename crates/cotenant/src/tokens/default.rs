@@ -45,11 +45,7 @@ static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::ne
 
 /// Whether `value` of [`TOKENS_ENV`] turns tokens off; `Err` for a value that means neither.
 fn env_says_off(value: &str) -> Result<bool, String> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "off" | "0" | "false" | "no" => Ok(true),
-        "on" | "1" | "true" | "yes" | "" => Ok(false),
-        other => Err(format!("{TOKENS_ENV}={other:?} is neither on nor off")),
-    }
+    crate::env_switch::parse(TOKENS_ENV, value).map(|on| !on)
 }
 
 /// The name of the default set for a process that may run on `cpus` (ascending ids), unless

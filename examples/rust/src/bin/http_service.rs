@@ -79,8 +79,9 @@ fn parse_args() -> Result<Args, String> {
 fn run(args: Args) -> Result<(), BoxError> {
     // One worker per CPU the process may use (the cgroup quota included), parked when the
     // neighbours or the quota leave no room for it. `Reject` rather than the default `Block`:
-    // a full queue must not block the runtime's thread; the request gets a 503 instead.
-    let pool = Arc::new(Pool::builder().name(POOL_NAME).on_full(Full::Reject).build()?);
+    // a full queue must not block the runtime's thread; the request gets a 503 instead. The
+    // task histograms (off by default) on: this service exports its queue wait and run time.
+    let pool = Arc::new(Pool::builder().name(POOL_NAME).on_full(Full::Reject).task_histograms(true).build()?);
     // A registry rather than `pool.metrics().to_prometheus(..)`: it adds the CPU limit and the
     // token sets, and a second pool registered here would share each family's HELP and TYPE
     // lines instead of repeating them (which strict parsers reject).

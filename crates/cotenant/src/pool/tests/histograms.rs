@@ -210,3 +210,20 @@ fn a_timed_pool_stamps_each_job_once_at_its_first_submit() {
     };
     assert_eq!(job.enqueued_ns(), first, "a second try keeps the first stamp");
 }
+
+#[test]
+fn the_histograms_are_off_unless_the_builder_or_the_environment_turns_them_on() {
+    use crate::pool::builder::{task_histograms_from, TASK_HISTOGRAMS_ENV};
+    assert_eq!(task_histograms_from(None), (false, None), "off when nobody says");
+    assert_eq!(task_histograms_from(Some("on")), (true, None));
+    assert_eq!(task_histograms_from(Some(" 1 ")), (true, None));
+    assert_eq!(task_histograms_from(Some("off")), (false, None));
+    let (on, why) = task_histograms_from(Some("sometimes"));
+    assert!(!on, "a value that says neither keeps the default");
+    let why = why.expect("and says why");
+    assert!(why.contains(TASK_HISTOGRAMS_ENV) && why.contains("sometimes"), "{why}");
+    // The builder's word wins over the environment's (the field is read before it).
+    let untold = Pool::builder();
+    assert_eq!(untold.task_histograms, None);
+    assert_eq!(Pool::builder().task_histograms(true).task_histograms, Some(true));
+}
