@@ -158,13 +158,16 @@ miri:
 	echo "miri: pool::job under Miri"; \
 	$(CARGO) +nightly miri test --locked -p cotenant --lib --target-dir target/miri pool::job
 
-# The publishable crates packaged and verified together (cotenant-ops and cotenant-lab are not
-# on crates.io, so the command's package is verified against their packages, not the registry),
-# then cotenant, cotenant-sim and cotenant-cli one by one.
-# Cargo unpacks the packages of its temporary registry into $CARGO_HOME/registry/src and reuses
-# an unpacked copy whose name matches, so a verification could compile an older packaging of
-# these crates (rust-lang/cargo keys the copy by the registry's path, not by the content): the
-# copies of these five crates are removed first. No dependency of the workspace has these names.
+# The publishable crates packaged and verified together, then cotenant, cotenant-sim and
+# cotenant-cli one by one. None is on crates.io yet, so .cargo/config.toml points their names at
+# this checkout: each verification build compiles its own crate from its package and the
+# crates it depends on from this checkout (remove those patches once the crates are published,
+# or a release would be verified against local sources).
+# Without the patches, cargo unpacks the packages of its temporary registry into
+# $CARGO_HOME/registry/src and reuses an unpacked copy whose name matches, so a verification
+# could compile an older packaging of these crates (rust-lang/cargo keys the copy by the
+# registry's path, not by the content): the copies of these five crates are removed first. No
+# dependency of the workspace has these names.
 # For the same reason the verification builds in a target folder of its own, emptied first: in
 # the workspace's it found a library compiled from an older packaging of `cotenant` (cargo
 # never re-checks a registry package's sources) and failed on a module added since.
@@ -178,7 +181,7 @@ package:
 	@# Each published crate alone too, as its own release would run it; until the crates are on
 	@# crates.io, .cargo/config.toml points their names at this checkout.
 	for crate in cotenant cotenant-sim cotenant-cli; do \
-		$(CARGO) package --allow-dirty -p $$crate --target-dir target/pkgverify || exit 1; \
+		$(CARGO) package --locked --allow-dirty -p $$crate --target-dir target/pkgverify || exit 1; \
 	done
 
 # `make install PREFIX=...`, `make uninstall`, `make install-check` (the C library, header, shim,

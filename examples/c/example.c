@@ -125,7 +125,7 @@ int main(void) {
     atomic_init(&gate.released, 0);
     atomic_store(&counter, 0);
     cotenant_pool_options options = {.threads = 1, .queue_capacity = 1, .on_full = COTENANT_ON_FULL_REJECT,
-                                     .period_us = 0};
+                                     .period_us = 0, .task_histograms = COTENANT_HISTOGRAMS_ON};
     pool = cotenant_pool_new_with(&options);
     CHECK(pool != NULL, "cotenant_pool_new_with returned NULL");
     if (pool != NULL) {
@@ -156,6 +156,9 @@ int main(void) {
                       strstr(metrics, "\"queued\":1") != NULL && strstr(metrics, "\"rejected\":2") != NULL &&
                       strstr(metrics, "\"completed\":0") != NULL,
                   "metrics: %s", metrics);
+            /* Timed tasks (COTENANT_HISTOGRAMS_ON): the held task's queue wait is recorded. */
+            CHECK(strstr(metrics, "\"queue_wait\":{") != NULL && strstr(metrics, "\"run_time\":{") != NULL,
+                  "no histograms in: %s", metrics);
         }
 
         atomic_store(&gate.released, 1);
@@ -168,6 +171,10 @@ int main(void) {
     cotenant_pool_options bad = {.threads = 0, .queue_capacity = 0, .on_full = 7, .period_us = 0};
     CHECK(cotenant_pool_new_with(&bad) == NULL && strstr(cotenant_last_error(), "options.on_full") != NULL,
           "on_full 7 was accepted");
+    cotenant_pool_options bad_histograms = {.task_histograms = 3};
+    CHECK(cotenant_pool_new_with(&bad_histograms) == NULL &&
+              strstr(cotenant_last_error(), "options.task_histograms") != NULL,
+          "task_histograms 3 was accepted");
 
     /* The error path: a NULL argument is a code and a message naming it. */
     rc = cotenant_cpu_count(NULL);

@@ -7,7 +7,9 @@
 //     one-pool texts put together look like);
 //   - every histogram's buckets are cumulative, and its +Inf bucket equals its _count;
 //   - for every pool label, cotenant_pool_queue_wait_seconds_count and
-//     cotenant_pool_run_time_seconds_count equal cotenant_pool_completed_total;
+//     cotenant_pool_run_time_seconds_count equal cotenant_pool_completed_total (so every pool
+//     of the input must time its tasks, which is off by default: the exposition example that
+//     `make metrics-check` feeds it turns them on);
 //   - with -pools N, exactly N distinct pool labels.
 //
 // Usage:

@@ -201,7 +201,8 @@ pub fn rotation(len: usize, round: usize) -> impl Iterator<Item = usize> {
 /// Builds `peer`'s pool and runs `workload` on it.
 fn measure(peer: PeerKind, workload: Workload, config: &Config) -> Result<Measurement, String> {
     let n = config.threads;
-    let cotenant_pool = |policy, tokens| CotenantPeer::new(policy, n, tokens, None);
+    // Histograms off, whatever COTENANT_TASK_HISTOGRAMS says: `cotenant-hist` is the one with them.
+    let cotenant_pool = |policy, tokens| CotenantPeer::new(policy, n, tokens, Some(false));
     let adaptive = cotenant::Policy::adaptive;
     match peer {
         PeerKind::CotenantFixed => {

@@ -82,7 +82,8 @@ pub enum Command {
     /// member processes, owner and mode, and why a set is refused), `tokens remove` deletes one.
     Tokens(TokensArgs),
     /// Show every cooperating pool of this user on this host, live: pid, command, pool,
-    /// threads, target, running, queued, token holds and waits, CPU share, p99 queue wait.
+    /// threads, target, running, queued, token holds and waits, CPU share, p99 queue wait (of
+    /// pools that time their tasks: COTENANT_TASK_HISTOGRAMS=on in the process's environment).
     ///
     /// Each process's pools publish a small status record; top reads them twice a second, most
     /// CPU first (q, Esc or Ctrl-C quits). --once prints one table, --json one snapshot;

@@ -166,7 +166,7 @@ fn parse_pid(digits: &str) -> Option<u32> {
 /// Whether a value of [`STATUS_ENV`] turns publishing off; `Err` for a value that says
 /// neither (the caller warns and leaves it on).
 pub fn env_says_off(value: &str) -> Result<bool, String> {
-    crate::env_switch::parse(STATUS_ENV, value).map(|on| !on)
+    crate::env_switch::parse(STATUS_ENV, value, true).map(|on| !on)
 }
 
 /// The folder of user `uid`'s records: [`STATUS_DIR_ENV`]'s value (`env_dir`) when set, else

@@ -83,8 +83,9 @@ pub struct Metrics {
     /// Counter: polls of futures spawned with [`Pool::spawn_future`](crate::Pool::spawn_future)
     /// that ran, on workers or on the threads that woke or spawned them (a full queue). Each
     /// poll is one task of the pool: it is also counted in [`completed`](Self::completed) (and
-    /// in [`caller_ran`](Self::caller_ran) when a caller ran it) and timed in the
-    /// [`queue_wait`](Self::queue_wait) and [`run_time`](Self::run_time) histograms. 0 for a
+    /// in [`caller_ran`](Self::caller_ran) when a caller ran it) and, in a pool that times its
+    /// tasks, in the [`queue_wait`](Self::queue_wait) and [`run_time`](Self::run_time)
+    /// histograms. 0 for a
     /// pool that runs closures only.
     pub future_polls: u64,
     /// Counter: wake-ups of spawned futures that queued another poll: a wake-up of a future
@@ -143,11 +144,13 @@ pub struct Metrics {
     pub elastic: Option<ElasticMetrics>,
     /// Histogram: for each task run, the time from its submission to a worker taking it
     /// (`cotenant_pool_queue_wait_seconds`). Its count is the tasks run ([`completed`](Self::completed)).
-    /// `None` when the pool's histograms are off (`Builder::task_histograms(false)`).
+    /// `None` when the pool does not time its tasks, the default (`Builder::task_histograms`,
+    /// `COTENANT_TASK_HISTOGRAMS`).
     pub queue_wait: Option<Histogram>,
     /// Histogram: for each task run, the time a worker spent running it, panicked ones
     /// included (`cotenant_pool_run_time_seconds`). Its count is the tasks run
-    /// ([`completed`](Self::completed)). `None` when the pool's histograms are off.
+    /// ([`completed`](Self::completed)). `None` when the pool does not time its tasks (the
+    /// default).
     pub run_time: Option<Histogram>,
     /// The health alerts in force when the snapshot was taken: queue above twice the pool
     /// size, over 95 % of the workers busy for a minute, tasks rejected in the last minute,

@@ -158,15 +158,7 @@ impl Builder {
         #[cfg(loom)]
         let wants_mask = self.pin_workers;
         let (mask_cpus, mask_lost) = if wants_mask { read_affinity() } else { (Vec::new(), false) };
-        let task_histograms = self.task_histograms.unwrap_or_else(|| {
-            let (on, bad_value) = super::builder::task_histograms_from(
-                std::env::var(super::builder::TASK_HISTOGRAMS_ENV).ok().as_deref(),
-            );
-            if let Some(why) = bad_value {
-                tracing::warn!(pool = %self.name, "cotenant: {why}; the task histograms stay off");
-            }
-            on
-        });
+        let task_histograms = self.task_histograms.unwrap_or_else(super::builder::task_histograms_from_env);
         // The histograms' clock measures its rate now, not on a task (`metrics/clock.rs`).
         #[cfg(not(loom))]
         if task_histograms {

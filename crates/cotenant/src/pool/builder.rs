@@ -27,9 +27,9 @@ pub const MAX_PERIOD: Duration = Duration::from_secs(10);
 
 /// Whether a pool keeps its task histograms when neither the builder
 /// ([`Builder::task_histograms`]) nor [`TASK_HISTOGRAMS_ENV`] says: off, because timing every
-/// task costs two clock readings of about 12 ns, which on tasks that do next to nothing is
-/// 8-20 % of the pool's throughput (`pool-bench --peers cotenant-adaptive,cotenant-hist`;
-/// RESULTS.md, issues 37 and 38), and on tasks of a microsecond or more is lost in the noise.
+/// task (two clock readings of about 12 ns and two bucket updates) costs 1.14-1.24x the CPU
+/// time of a task that does next to nothing (`pool-bench --peers cotenant-adaptive,cotenant-hist`;
+/// RESULTS.md, issues 37 and 38), and nothing measurable on tasks of a microsecond or more.
 /// Tokio's poll-time histograms are opt-in for the same reason.
 const DEFAULT_TASK_HISTOGRAMS: bool = false;
 
@@ -40,14 +40,29 @@ const DEFAULT_TASK_HISTOGRAMS: bool = false;
 pub const TASK_HISTOGRAMS_ENV: &str = "COTENANT_TASK_HISTOGRAMS";
 
 /// Whether the task histograms are on for a pool whose builder was not told: `env`, the value of
-/// [`TASK_HISTOGRAMS_ENV`] if set, else [`DEFAULT_TASK_HISTOGRAMS`]; a value that says neither
-/// keeps the default, with the reason (`Err`) for the caller to log.
+/// [`TASK_HISTOGRAMS_ENV`] if set and not blank, else [`DEFAULT_TASK_HISTOGRAMS`]; a value that
+/// says neither keeps the default, with the reason for the caller to log.
 pub(crate) fn task_histograms_from(env: Option<&str>) -> (bool, Option<String>) {
-    match env.map(|value| crate::env_switch::parse(TASK_HISTOGRAMS_ENV, value)) {
+    match env.map(|value| crate::env_switch::parse(TASK_HISTOGRAMS_ENV, value, DEFAULT_TASK_HISTOGRAMS)) {
         None => (DEFAULT_TASK_HISTOGRAMS, None),
         Some(Ok(on)) => (on, None),
         Some(Err(why)) => (DEFAULT_TASK_HISTOGRAMS, Some(why)),
     }
+}
+
+/// Whether the task histograms are on for a pool whose builder was not told, from this
+/// process's environment; a bad value is logged once per process.
+pub(crate) fn task_histograms_from_env() -> bool {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let value = std::env::var_os(TASK_HISTOGRAMS_ENV);
+    let (on, bad_value) = task_histograms_from(value.as_ref().map(|v| v.to_string_lossy()).as_deref());
+    if let Some(why) = bad_value {
+        if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            let default = if DEFAULT_TASK_HISTOGRAMS { "on" } else { "off" };
+            tracing::warn!("cotenant: {why}; the task histograms stay {default} (their default)");
+        }
+    }
+    on
 }
 
 /// Configures and starts a [`Pool`]. Every setting is optional.
@@ -205,9 +220,9 @@ impl Builder {
     /// (no lock, no allocation), for one clock reading per task on the worker and one at the
     /// submit; off, the pool reads no clock for them. Default: off, unless the environment
     /// variable [`TASK_HISTOGRAMS_ENV`] (`COTENANT_TASK_HISTOGRAMS=on`) turns them on for the
-    /// process; this setting wins over it. Two clock readings per task cost 8-20 % of the
-    /// throughput of tasks that do next to nothing, and nothing measurable on tasks of a
-    /// microsecond or more.
+    /// process; this setting wins over it. Timing every task costs 1.14-1.24x the CPU time of
+    /// a task that does next to nothing, and nothing measurable on tasks of a microsecond or
+    /// more.
     ///
     /// - **Queue wait**: from the submit to the moment a worker takes the task off the queue.
     ///   A task that its submitter ran because the queue was full ([`Full::CallerRuns`])

@@ -25,8 +25,8 @@
 //! its unfinished futures (`LiveFutures`): its shutdown, once the workers have exited, cancels
 //! those still waiting for a wake-up, whoever holds their wakers (one might never come).
 //!
-//! **Metrics.** A poll is a job like any other, so the pool's task counters and histograms
-//! already count and time it; on top, `Shared::future_polls` counts the polls that started (each
+//! **Metrics.** A poll is a job like any other, so the pool's task counters count it and its
+//! histograms (when the pool times its tasks) time it; on top, `Shared::future_polls` counts the polls that started (each
 //! future holds a handle to that counter) and
 //! `Shared::future_wakeups` the wake-ups that queued one (`requeue`).
 //!

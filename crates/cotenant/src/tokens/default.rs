@@ -45,7 +45,7 @@ static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::ne
 
 /// Whether `value` of [`TOKENS_ENV`] turns tokens off; `Err` for a value that means neither.
 fn env_says_off(value: &str) -> Result<bool, String> {
-    crate::env_switch::parse(TOKENS_ENV, value).map(|on| !on)
+    crate::env_switch::parse(TOKENS_ENV, value, true).map(|on| !on)
 }
 
 /// The name of the default set for a process that may run on `cpus` (ascending ids), unless

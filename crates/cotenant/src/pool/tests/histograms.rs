@@ -218,12 +218,11 @@ fn the_histograms_are_off_unless_the_builder_or_the_environment_turns_them_on() 
     assert_eq!(task_histograms_from(Some("on")), (true, None));
     assert_eq!(task_histograms_from(Some(" 1 ")), (true, None));
     assert_eq!(task_histograms_from(Some("off")), (false, None));
+    assert_eq!(task_histograms_from(Some(" ")), (false, None), "a blank value says nothing");
     let (on, why) = task_histograms_from(Some("sometimes"));
     assert!(!on, "a value that says neither keeps the default");
     let why = why.expect("and says why");
     assert!(why.contains(TASK_HISTOGRAMS_ENV) && why.contains("sometimes"), "{why}");
-    // The builder's word wins over the environment's (the field is read before it).
-    let untold = Pool::builder();
-    assert_eq!(untold.task_histograms, None);
-    assert_eq!(Pool::builder().task_histograms(true).task_histograms, Some(true));
+    // Whether the builder's word wins over the environment's: `tests/task_histograms_env.rs`
+    // (it sets the environment, so it has a test binary of its own).
 }
