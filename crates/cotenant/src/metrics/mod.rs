@@ -85,8 +85,7 @@ pub struct Metrics {
     /// poll is one task of the pool: it is also counted in [`completed`](Self::completed) (and
     /// in [`caller_ran`](Self::caller_ran) when a caller ran it) and, in a pool that times its
     /// tasks, in the [`queue_wait`](Self::queue_wait) and [`run_time`](Self::run_time)
-    /// histograms. 0 for a
-    /// pool that runs closures only.
+    /// histograms. 0 for a pool that runs closures only.
     pub future_polls: u64,
     /// Counter: wake-ups of spawned futures that queued another poll: a wake-up of a future
     /// waiting for one, or a wake-up during a poll, which queues the future again once that

@@ -26,8 +26,8 @@
 //! those still waiting for a wake-up, whoever holds their wakers (one might never come).
 //!
 //! **Metrics.** A poll is a job like any other, so the pool's task counters count it and its
-//! histograms (when the pool times its tasks) time it; on top, `Shared::future_polls` counts the polls that started (each
-//! future holds a handle to that counter) and
+//! histograms (when the pool times its tasks) time it; on top, `Shared::future_polls` counts
+//! the polls that started (each future holds a handle to that counter) and
 //! `Shared::future_wakeups` the wake-ups that queued one (`requeue`).
 //!
 //! **Why a weak handle to the pool.** A waker can outlive the pool (kept by a timer, a socket,

@@ -189,10 +189,9 @@ impl Pool {
     /// The pool's allowed workers poll it, so the target, the cooperation with the
     /// neighbours, the quota and the host CPU tokens apply to it exactly as to a closure (as
     /// for a closure, a full queue under [`Full::CallerRuns`] makes the submitter run its first
-    /// poll). Each
-    /// poll of a future counts as one task in [`metrics`](Pool::metrics) (`completed`, and the
-    /// queue-wait and run-time histograms of a pool that times its tasks): a future that waits three times counts four. Its
-    /// waker queues the next poll: woken while it is being polled, the future is polled again
+    /// poll). Each poll of a future counts as one task in [`metrics`](Pool::metrics)
+    /// (`completed`, and the queue-wait and run-time histograms of a pool that times its
+    /// tasks): a future that waits three times counts four. Its waker queues the next poll: woken while it is being polled, the future is polled again
     /// once that poll returns `Pending`; woken several times before its next poll, it is
     /// polled once; it is never polled by two threads at once.
     ///

@@ -17,8 +17,9 @@
 //! first out: a ring kept full by submitters cannot starve a woken future, and futures that
 //! wake themselves over and over cannot starve the tasks in the ring (taking from the list
 //! first did: each repoll found the ring full again and went back to the list, ahead of the
-//! ring for good). The list is touched only when the ring was full; the common path pays one load of a counter that stays
-//! in every core's cache (`overflowed`) per pop and per emptiness check.
+//! ring for good). The list is touched only when the ring was full; the common path pays one
+//! load of a counter that stays in every core's cache (`overflowed`) per pop and per emptiness
+//! check.
 
 use std::collections::VecDeque;
 
