@@ -97,4 +97,4 @@ pub use pool::{
     background_current_thread, Background, BuildError, Builder, Full, JoinError, Panic, Placement, Pool,
     Task, TrySpawnError,
 };
-pub use pool::{JoinTimeoutError, ShutdownTimeout};
+pub use pool::{JoinTimeoutError, ShutdownTimeout, Woken};

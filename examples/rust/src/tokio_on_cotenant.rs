@@ -22,6 +22,9 @@
 //!   finds the runtime through the thread's current handle. Polling an existing socket needs
 //!   nothing more, since each remembers its reactor.
 //!
+//! Or, with [`WorkerReactor`], no I/O thread at all: the pool's idle workers drive the
+//! reactor themselves (see there for what that costs).
+//!
 //! Not supported inside these futures: `tokio::spawn` and `tokio::task::spawn_blocking` would
 //! run on the tokio-io thread (spawn on the pool with [`spawn`] instead), and blocking calls hold
 //! a pool worker for as long as they block.
@@ -98,6 +101,56 @@ impl Drop for IoDriver {
                 let _ = thread.join(); // its closure never panics; nothing to report
             }
         }
+    }
+}
+
+/// A tokio current-thread runtime with no thread of its own: the pool's idle workers drive its
+/// reactor and timers, one at a time, from inside its `block_on` ([`cotenant::Builder::park_with`]),
+/// as tokio's own workers do. A socket's readiness then wakes its future on the worker that
+/// polls it next, with no hand-over from an I/O thread: what an I/O thread costs per event (a
+/// queue push, a futex wake, a context switch) is gone.
+///
+/// The price: while every worker the pool may run is busy, nobody waits in the reactor, so
+/// sockets and timers wait until one runs out of tasks (tokio's multi-thread runtime does the
+/// same when all its workers are busy). Handlers that compute for long are better served by
+/// [`IoDriver`]'s thread.
+///
+/// ```no_run
+/// let reactor = cotenant_examples::tokio_on_cotenant::WorkerReactor::new().unwrap();
+/// let pool = reactor.park_workers(cotenant::Pool::builder()).build().unwrap();
+/// let task = cotenant_examples::tokio_on_cotenant::spawn(&pool, reactor.handle(), async {
+///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+/// });
+/// task.join().unwrap();
+/// ```
+pub struct WorkerReactor {
+    runtime: std::sync::Arc<tokio::runtime::Runtime>,
+}
+
+impl WorkerReactor {
+    /// Builds the runtime (I/O and time drivers enabled).
+    ///
+    /// # Errors
+    ///
+    /// When the runtime cannot be built (the reactor's epoll instance).
+    pub fn new() -> io::Result<WorkerReactor> {
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|error| {
+                io::Error::new(error.kind(), format!("cannot build tokio's I/O runtime: {error}"))
+            })?;
+        Ok(WorkerReactor { runtime: std::sync::Arc::new(runtime) })
+    }
+
+    /// The runtime's handle: pass it to [`spawn`] or [`Entered::new`].
+    pub fn handle(&self) -> &Handle {
+        self.runtime.handle()
+    }
+
+    /// `builder` whose idle workers wait in this runtime's `block_on`, driving its reactor. The
+    /// pool holds the runtime until its last worker has exited.
+    pub fn park_workers(&self, builder: cotenant::Builder) -> cotenant::Builder {
+        let runtime = self.runtime.clone();
+        builder.park_with(move |woken| runtime.block_on(woken))
     }
 }
 
@@ -203,6 +256,51 @@ mod tests {
         drop(client);
         let received = server.join_timeout(GUARD).expect("the server future finished").unwrap();
         assert_eq!(received, b"hello from std");
+    }
+
+    #[test]
+    fn the_pools_idle_workers_drive_timers_and_sockets() {
+        let reactor = WorkerReactor::new().unwrap();
+        let pool = reactor
+            .park_workers(
+                Pool::builder().name("tokio-workers").policy(cotenant::Policy::fixed(2)).host_tokens_off(),
+            )
+            .build()
+            .unwrap();
+        for _ in 0..10 {
+            let task = spawn(&pool, reactor.handle(), async {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                "woken by the timer"
+            });
+            assert_eq!(task.join_timeout(GUARD).expect("the timer woke the future"), "woken by the timer");
+        }
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let addr = std_listener.local_addr().unwrap();
+        let listener = {
+            let _entered = reactor.handle().enter();
+            tokio::net::TcpListener::from_std(std_listener).unwrap()
+        };
+        let server = spawn(&pool, reactor.handle(), async move {
+            let (stream, _) = listener.accept().await?;
+            let mut received = Vec::new();
+            let mut buf = [0u8; 16];
+            loop {
+                stream.readable().await?;
+                match stream.try_read(&mut buf) {
+                    Ok(0) => return Ok::<_, io::Error>(received),
+                    Ok(n) => received.extend_from_slice(&buf[..n]),
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(error) => return Err(error),
+                }
+            }
+        });
+        let mut client = std::net::TcpStream::connect(addr).unwrap();
+        client.write_all(b"hello, workers").unwrap();
+        drop(client);
+        let received = server.join_timeout(GUARD).expect("the server future finished").unwrap();
+        assert_eq!(received, b"hello, workers");
+        pool.shutdown();
     }
 
     #[test]

@@ -226,6 +226,7 @@ impl Builder {
             #[cfg(not(loom))]
             health_at_ns: AtomicU64::new(0),
             hooks: self.hooks.clone(),
+            idle_driver: self.hooks.park.clone().map(super::park_with::IdleDriver::new),
             stack_size: self.stack_size,
             #[cfg(not(loom))]
             accepted: CachePadded(std::sync::atomic::AtomicU64::new(0)),

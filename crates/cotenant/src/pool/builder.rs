@@ -128,6 +128,8 @@ pub(crate) struct Hooks {
     pub(crate) start: Option<std::sync::Arc<ThreadHook>>,
     pub(crate) stop: Option<std::sync::Arc<ThreadHook>>,
     pub(crate) panic: Option<std::sync::Arc<PanicHandler>>,
+    /// `Builder::park_with` (`park_with.rs`).
+    pub(crate) park: Option<std::sync::Arc<super::park_with::ParkHook>>,
 }
 
 // By hand: closures have no `Debug`; say which hooks are set.
@@ -137,6 +139,7 @@ impl fmt::Debug for Hooks {
             .field("on_thread_start", &self.start.is_some())
             .field("on_thread_stop", &self.stop.is_some())
             .field("panic_handler", &self.panic.is_some())
+            .field("park_with", &self.park.is_some())
             .finish()
     }
 }
@@ -384,6 +387,39 @@ impl Builder {
         F: Fn(Box<dyn Any + Send>) + Send + Sync + 'static,
     {
         self.hooks.panic = Some(std::sync::Arc::new(handler));
+        self
+    }
+
+    /// How a worker with nothing to run waits: inside `hook`, which must block until the
+    /// [`Woken`] future it is given is ready, typically another runtime's `block_on`, so that
+    /// the pool's idle workers drive that runtime's reactor (its sockets and timers) themselves.
+    /// A future of the pool woken by that reactor is then queued and polled by the same worker,
+    /// with no hand-over to another thread, which is what tokio's own workers do.
+    ///
+    /// Only one worker is in the hook at a time, and only one the target allows to run (the
+    /// pool's other idle workers sleep as without a hook, costing no CPU). While every allowed
+    /// worker is busy nobody is in the hook: a reactor driven only this way waits until a worker
+    /// runs out of tasks. A hook that returns before its future is ready, or panics (logged
+    /// once), only makes the worker sleep as usual. Default: none (workers sleep on a condition
+    /// variable).
+    ///
+    /// ```
+    /// // A tokio current-thread runtime driven by the pool's idle worker would be
+    /// // `.park_with(move |woken| runtime.block_on(woken))`; any `block_on` works:
+    /// let pool = cotenant::Pool::builder()
+    ///     .policy(cotenant::Policy::fixed(1))
+    ///     .park_with(|woken| cotenant::block_on(woken))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(pool.spawn(|| 6 * 7).join().unwrap(), 42);
+    /// ```
+    ///
+    /// [`Woken`]: super::Woken
+    pub fn park_with<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(&mut super::Woken<'_>) + Send + Sync + 'static,
+    {
+        self.hooks.park = Some(std::sync::Arc::new(hook));
         self
     }
 

@@ -40,6 +40,7 @@ mod host_tokens;
 #[cfg(not(loom))]
 mod idle;
 mod job;
+mod park_with;
 mod placement;
 mod queue;
 mod roster;
@@ -91,6 +92,7 @@ pub use builder::{
     default_period, Builder, DEFAULT_QUEUE_CAPACITY, MAX_PERIOD, MIN_PERIOD, TASK_HISTOGRAMS_ENV,
 };
 pub use error::{BuildError, Full, JoinTimeoutError, ShutdownTimeout, TrySpawnError};
+pub use park_with::Woken;
 pub use placement::{background_current_thread, Background, Placement};
 #[cfg(not(loom))]
 pub use scope::Scope;

@@ -5,28 +5,67 @@
 //! sleepers whose index is below the target. Submitters read it without the lock, after a
 //! `SeqCst` fence, to decide whether a wake-up is needed at all (the fast path of every submit).
 
+use std::task::{Context, Poll, Waker};
+
+use super::park_with::IdleDriver;
 use crate::sync::{fence, lock, wait, AtomicUsize, CachePadded, Condvar, Mutex, Ordering};
 
 /// A one-token parker: `unpark` before `park` makes that `park` return at once, so a wake-up
 /// that races with falling asleep is never lost (the same contract as `std::thread::park`).
+///
+/// A worker parked through the pool's park hook (`park_with.rs`) waits in the hook's
+/// `block_on` instead of on the condition variable: it leaves the `Waker` of that `block_on`
+/// here, and `unpark` wakes it too.
 #[derive(Default)]
-struct Parker {
-    token: Mutex<bool>,
+pub(crate) struct Parker {
+    state: Mutex<ParkState>,
     unparked: Condvar,
 }
 
+#[derive(Default)]
+struct ParkState {
+    token: bool,
+    /// The waker of a park hook's `block_on` polling `Woken` (`Parker::poll_unparked`).
+    waker: Option<Waker>,
+}
+
 impl Parker {
-    fn park(&self) {
-        let mut token = lock(&self.token);
-        while !*token {
-            token = wait(&self.unparked, token);
+    /// Blocks until the token is set, then takes it.
+    pub(crate) fn park(&self) {
+        let mut state = lock(&self.state);
+        // A hook that returned early left its waker: no longer anyone's to wake.
+        state.waker = None;
+        while !state.token {
+            state = wait(&self.unparked, state);
         }
-        *token = false;
+        state.token = false;
     }
 
     fn unpark(&self) {
-        *lock(&self.token) = true;
+        let waker = {
+            let mut state = lock(&self.state);
+            state.token = true;
+            state.waker.take()
+        };
         self.unparked.notify_one();
+        // Outside the lock: waking a runtime may take its own locks, or poll `Woken` at once.
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// `Woken`'s poll: ready once the token is set (left for `park` to take), else the waker is
+    /// kept for `unpark`.
+    pub(crate) fn poll_unparked(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = lock(&self.state);
+        if state.token {
+            return Poll::Ready(());
+        }
+        match &state.waker {
+            Some(waker) if waker.will_wake(cx.waker()) => {}
+            _ => state.waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
     }
 }
 
@@ -106,14 +145,25 @@ impl Roster {
 
     /// Step S (README): worker `index` goes to sleep unless `stay_awake(target)` says there is
     /// a reason not to, checked after registering so that no wake-up can be missed.
-    pub(crate) fn sleep(&self, index: usize, stay_awake: impl Fn(usize) -> bool) {
-        {
+    ///
+    /// With a park hook (`driver`), a worker allowed to run when it registers sleeps in the
+    /// hook (`IdleDriver::park`) rather than on its condition variable; one above the target
+    /// costs no CPU there, so it never does.
+    pub(crate) fn sleep(
+        &self,
+        index: usize,
+        stay_awake: impl Fn(usize) -> bool,
+        driver: Option<&IdleDriver>,
+    ) {
+        let allowed = {
             let mut registry = lock(&self.registry);
             registry.asleep[index] = true;
-            if index < self.target.load(Ordering::SeqCst) {
+            let allowed = index < self.target.load(Ordering::SeqCst);
+            if allowed {
                 self.idle_allowed.fetch_add(1, Ordering::SeqCst);
             }
-        }
+            allowed
+        };
         // Pairs with the fence in `Shared::push` (see README, "the lost wake-up").
         fence(Ordering::SeqCst);
         if stay_awake(self.target.load(Ordering::SeqCst)) {
@@ -128,18 +178,39 @@ impl Roster {
             // Someone claimed us already and will unpark us (or has): take that token now so
             // it does not cut a later sleep short.
         }
-        self.parkers[index].park();
+        match driver {
+            Some(driver) if allowed => driver.park(&self.parkers[index]),
+            Some(driver) => {
+                self.hand_over_driving(driver);
+                self.parkers[index].park();
+            }
+            None => self.parkers[index].park(),
+        }
+    }
+
+    /// Called by a worker that sleeps outside the park hook although the pool has one, or
+    /// exits: if nobody is in the hook, wakes the lowest allowed sleeper, which goes back to
+    /// sleep in it (`park_with.rs`, "Nobody left out").
+    pub(crate) fn hand_over_driving(&self, driver: &IdleDriver) {
+        if !driver.is_driving() {
+            self.wake_one_allowed(None);
+        }
     }
 
     /// Step W (README): wakes the lowest-index allowed sleeper, if any. The caller has made
     /// its task visible and issued a `SeqCst` fence before calling.
-    pub(crate) fn wake_one_allowed(&self) -> bool {
+    ///
+    /// `preferred`: a worker to wake before the lowest-index one if it is an allowed sleeper:
+    /// the calling thread when it is a worker of the pool asleep in the park hook, which
+    /// queued the task while driving the hook's reactor and runs it next without a hand-off.
+    pub(crate) fn wake_one_allowed(&self, preferred: Option<usize>) -> bool {
         if self.idle_allowed.load(Ordering::SeqCst) == 0 {
             return false;
         }
         let mut registry = lock(&self.registry);
         let target = self.target.load(Ordering::SeqCst);
-        let Some(index) = (0..target).find(|&index| registry.asleep[index]) else {
+        let preferred = preferred.filter(|&index| index < target && registry.asleep[index]);
+        let Some(index) = preferred.or_else(|| (0..target).find(|&index| registry.asleep[index])) else {
             return false;
         };
         registry.asleep[index] = false;
@@ -201,9 +272,78 @@ impl Roster {
     }
 
     /// Workers registered as sleeping now (a snapshot, for tests).
-    #[cfg(all(test, loom))]
+    #[cfg(test)]
     pub(crate) fn asleep(&self) -> usize {
         let registry = lock(&self.registry);
         registry.count_below(registry.asleep.len())
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::Roster;
+    use std::sync::Arc;
+
+    /// Waits until `n` workers are registered asleep (a state, whatever the timing).
+    fn until_asleep(roster: &Roster, n: usize) {
+        while roster.asleep() != n {
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn a_wake_up_prefers_the_given_allowed_sleeper_over_the_lowest_index() {
+        let roster = Arc::new(Roster::new(3, 3));
+        let sleepers: Vec<_> = (0..3)
+            .map(|index| {
+                let roster = roster.clone();
+                std::thread::spawn(move || roster.sleep(index, |_| false, None))
+            })
+            .collect();
+        until_asleep(&roster, 3);
+        assert!(roster.wake_one_allowed(Some(2)));
+        let mut sleepers = sleepers.into_iter();
+        let (first, second, third) =
+            (sleepers.next().unwrap(), sleepers.next().unwrap(), sleepers.next().unwrap());
+        third.join().unwrap(); // worker 2 was the one woken
+        until_asleep(&roster, 2);
+        // A preferred worker that is not asleep: the lowest-index sleeper, as without one.
+        assert!(roster.wake_one_allowed(Some(2)));
+        first.join().unwrap();
+        // One above the target is never preferred.
+        roster.set_target(1, || 0);
+        assert!(!roster.wake_one_allowed(Some(1)), "worker 1 is above the target");
+        roster.wake_all();
+        second.join().unwrap();
+    }
+
+    #[test]
+    fn a_driver_that_sleeps_outside_the_hook_hands_the_reactor_to_an_allowed_sleeper() {
+        use super::super::park_with::IdleDriver;
+        let roster = Arc::new(Roster::new(2, 2));
+        let driver =
+            Arc::new(IdleDriver::new(Arc::new(|woken: &mut super::super::Woken<'_>| crate::block_on(woken))));
+        let sleep = |index: usize| {
+            let (roster, driver) = (roster.clone(), driver.clone());
+            std::thread::spawn(move || roster.sleep(index, |_| false, Some(&driver)))
+        };
+        // Worker 1 sleeps first, in the hook; worker 0 finds it taken and sleeps on its condvar.
+        let in_hook = sleep(1);
+        until_asleep(&roster, 1);
+        while !driver.is_driving() {
+            std::thread::yield_now();
+        }
+        let plain = sleep(0);
+        until_asleep(&roster, 2);
+        // The target falls below worker 1, which is then woken as a borrower: it leaves the
+        // hook and, above the target, sleeps outside it.
+        roster.set_target(1, || 0);
+        assert!(roster.wake_borrower(2, |_| {}));
+        in_hook.join().unwrap();
+        let outside = sleep(1);
+        // Worker 0, the allowed sleeper, is woken to take the hook over.
+        plain.join().unwrap();
+        roster.wake_all();
+        outside.join().unwrap();
     }
 }

@@ -117,6 +117,8 @@ pub(crate) struct Shared {
     pub(super) health_at_ns: AtomicU64,
     /// The thread hooks and the panic handler (`Builder::on_thread_start`, ...).
     pub(crate) hooks: Hooks,
+    /// `Builder::park_with`: how an allowed worker with nothing to run waits (`park_with.rs`).
+    pub(crate) idle_driver: Option<super::park_with::IdleDriver>,
     /// The worker threads' stack size (`Builder::stack_size`), for the threads an elastic pool
     /// starts after `build` too.
     #[cfg_attr(loom, allow(dead_code))]
@@ -170,6 +172,18 @@ impl Shared {
         {
             false
         }
+    }
+
+    /// With a park hook (`park_with.rs`): the index of the calling thread if it is a worker of
+    /// this pool (then it pushes from inside the hook, or from a task); else `None`, without a
+    /// thread-local read.
+    #[inline]
+    fn parked_worker_here(&self) -> Option<usize> {
+        #[cfg(not(loom))]
+        if self.idle_driver.is_some() && self.is_own_worker() {
+            return Some(worker::current_index());
+        }
+        None
     }
 
     /// Whether this is an elastic pool (its workers above the target retire).
@@ -264,7 +278,7 @@ impl Shared {
             Ok(()) => {
                 // Pairs with the fences in `Roster::sleep` and `Roster::set_target`.
                 fence(Ordering::SeqCst);
-                if !self.roster.wake_one_allowed() {
+                if !self.roster.wake_one_allowed(self.parked_worker_here()) {
                     self.maybe_borrow();
                 }
                 #[cfg(not(loom))]

@@ -173,6 +173,12 @@ thread_local! {
     static CURRENT_INDEX: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+/// This worker's index in its pool (`CURRENT_INDEX`): meaningful only on a worker thread.
+#[cfg(not(loom))]
+pub(crate) fn current_index() -> usize {
+    CURRENT_INDEX.with(|index| index.get())
+}
+
 /// How deep joins that run queued tasks may nest on one worker (each level is a task run
 /// inside another's join, a few frames of stack); deeper, a join just waits.
 #[cfg_attr(loom, allow(dead_code))]
@@ -555,12 +561,21 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             if elastic {
                 // Above the size: retire rather than sleep (`elastic.rs` step 4).
                 shared.worker_retired();
+                if let Some(driver) = &shared.idle_driver {
+                    shared.roster.hand_over_driving(driver);
+                }
                 break;
             }
         }
-        shared.roster.sleep(index, |target| {
-            shared.is_closed() || (index < target && !shared.queue.is_empty()) || (elastic && index >= target)
-        });
+        shared.roster.sleep(
+            index,
+            |target| {
+                shared.is_closed()
+                    || (index < target && !shared.queue.is_empty())
+                    || (elastic && index >= target)
+            },
+            shared.idle_driver.as_ref(),
+        );
         last_borrow_check = Instant::now();
     }
     // Every way out of the loop stopped working first: this ends nothing, but says so.

@@ -1,8 +1,10 @@
 //! An HTTP service whose request handling runs on cotenant's executor: an axum `Router` served
 //! by hyper, each connection a future spawned on a [`cotenant::Pool`], while one small tokio
-//! runtime on a thread of its own drives the sockets and timers
-//! (`cotenant_examples::tokio_on_cotenant`). Accepting, parsing, the handlers and the answers all
-//! run on the pool's active workers, as many as the CPU quota and the neighbours leave room for.
+//! runtime drives the sockets and timers (`cotenant_examples::tokio_on_cotenant`): by default
+//! from inside the pool's idle workers (`--reactor workers`, `WorkerReactor`), or on a thread of
+//! its own (`--reactor thread`, `IoDriver`). Accepting, parsing, the handlers and the answers
+//! all run on the pool's active workers, as many as the CPU quota and the neighbours leave
+//! room for.
 //!
 //! ```text
 //! cargo run --release -p cotenant-examples --bin async_service             # serves 127.0.0.1:3000
@@ -35,7 +37,7 @@ use axum::Router;
 use cotenant::Pool;
 use cotenant_examples::comparison::{render_table, round_order, summarize, verdict, Series};
 use cotenant_examples::http_client;
-use cotenant_examples::tokio_on_cotenant::{self, IoDriver};
+use cotenant_examples::tokio_on_cotenant::{self, IoDriver, WorkerReactor};
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::runtime::Handle;
@@ -53,10 +55,13 @@ const ONCE_GUARD: Duration = Duration::from_secs(10);
 const MAX_SECONDS: f64 = 3600.0;
 const MAX_ROUNDS: u64 = 100;
 const MAX_CONNECTIONS: u64 = 1000;
+/// `--reactor` when not given.
+const DEFAULT_REACTOR: ReactorKind = ReactorKind::Workers;
 
-const USAGE: &str = "usage: async_service [--addr HOST:PORT]
-       async_service --once
-       async_service --bench [--seconds S] [--rounds R] [--connections C] [--work-ms M] [--fixed-pool]";
+const USAGE: &str = "usage: async_service [--addr HOST:PORT] [--reactor thread|workers]
+       async_service --once [--reactor thread|workers]
+       async_service --bench [--seconds S] [--rounds R] [--connections C] [--work-ms M] [--fixed-pool]
+                             [--reactor thread|workers]";
 
 fn main() -> ExitCode {
     let result = parse_args(std::env::args().skip(1)).map_err(BoxError::from).and_then(|mode| match mode {
@@ -64,8 +69,8 @@ fn main() -> ExitCode {
             println!("{USAGE}");
             Ok(())
         }
-        Mode::Serve { addr } => serve(&addr),
-        Mode::Once => once(),
+        Mode::Serve { addr, reactor } => serve(&addr, reactor),
+        Mode::Once { reactor } => once(reactor),
         Mode::Bench(args) => bench(&args),
     });
     match result {
@@ -234,9 +239,51 @@ async fn ctrl_c() {
     }
 }
 
-/// The pool, the I/O thread, and a listener on `addr` registered with that thread's reactor.
-fn start(addr: &str) -> Result<(Arc<Pool>, IoDriver, tokio::net::TcpListener), BoxError> {
-    start_with(addr, Pool::builder().name(POOL_NAME))
+/// Who drives tokio's reactor and timers for the futures on the pool (`--reactor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReactorKind {
+    /// A thread of its own (`IoDriver`): sockets and timers are served however busy the pool.
+    Thread,
+    /// The pool's idle workers (`WorkerReactor`): no hand-over per event, nothing driven while
+    /// every allowed worker is busy.
+    Workers,
+}
+
+impl ReactorKind {
+    fn parse(text: &str) -> Result<ReactorKind, String> {
+        match text {
+            "thread" => Ok(ReactorKind::Thread),
+            "workers" => Ok(ReactorKind::Workers),
+            _ => Err(format!("--reactor: expected thread or workers, got {text:?}")),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            ReactorKind::Thread => "tokio's I/O on a thread of its own",
+            ReactorKind::Workers => "tokio's I/O driven by the pool's idle workers",
+        }
+    }
+}
+
+/// The reactor the pool's futures use: kept alive for as long as they run.
+enum Reactor {
+    Thread(IoDriver),
+    Workers(WorkerReactor),
+}
+
+impl Reactor {
+    fn handle(&self) -> &Handle {
+        match self {
+            Reactor::Thread(driver) => driver.handle(),
+            Reactor::Workers(reactor) => reactor.handle(),
+        }
+    }
+}
+
+/// The pool, its reactor, and a listener on `addr` registered with that reactor.
+fn start(addr: &str, kind: ReactorKind) -> Result<(Arc<Pool>, Reactor, tokio::net::TcpListener), BoxError> {
+    start_with(addr, Pool::builder().name(POOL_NAME), kind)
 }
 
 /// The error of a listener whose address cannot be read.
@@ -248,9 +295,16 @@ fn listen_address_error(error: std::io::Error) -> String {
 fn start_with(
     addr: &str,
     builder: cotenant::Builder,
-) -> Result<(Arc<Pool>, IoDriver, tokio::net::TcpListener), BoxError> {
+    kind: ReactorKind,
+) -> Result<(Arc<Pool>, Reactor, tokio::net::TcpListener), BoxError> {
+    let (builder, io) = match kind {
+        ReactorKind::Thread => (builder, Reactor::Thread(IoDriver::start()?)),
+        ReactorKind::Workers => {
+            let reactor = WorkerReactor::new()?;
+            (reactor.park_workers(builder), Reactor::Workers(reactor))
+        }
+    };
     let pool = Arc::new(builder.build().map_err(|e| format!("cannot build the pool {POOL_NAME:?}: {e}"))?);
-    let io = IoDriver::start()?;
     let listener = bind(io.handle(), addr)?;
     Ok((pool, io, listener))
 }
@@ -259,7 +313,7 @@ fn start_with(
 /// spawns.
 fn serve_on_pool<S>(
     pool: &Arc<Pool>,
-    io: &IoDriver,
+    io: &Reactor,
     listener: tokio::net::TcpListener,
     app: Router,
     stop: S,
@@ -272,13 +326,14 @@ where
 }
 
 /// Default: serves `addr` until Ctrl-C.
-fn serve(addr: &str) -> Result<(), BoxError> {
-    let (pool, io, listener) = start(addr)?;
+fn serve(addr: &str, reactor: ReactorKind) -> Result<(), BoxError> {
+    let (pool, io, listener) = start(addr, reactor)?;
     let local = listener.local_addr().map_err(listen_address_error)?;
     println!(
         "async_service: listening on http://{local}, requests handled on the cotenant pool {POOL_NAME:?} \
-         ({} threads) with tokio's I/O on one thread; Ctrl-C stops",
-        pool.threads()
+         ({} threads) with {}; Ctrl-C stops",
+        pool.threads(),
+        reactor.describe()
     );
     let server = serve_on_pool(&pool, &io, listener, router(calibrate()), ctrl_c());
     let served = cotenant::block_on(server);
@@ -289,14 +344,14 @@ fn serve(addr: &str) -> Result<(), BoxError> {
 }
 
 /// `--once`: a free local port, one real request to itself, a check of the answer, a clean stop.
-fn once() -> Result<(), BoxError> {
+fn once(reactor: ReactorKind) -> Result<(), BoxError> {
     // A guard, not a measurement: whatever hangs, the run ends with a message.
     std::thread::Builder::new().name("once-guard".to_owned()).spawn(|| {
         std::thread::sleep(ONCE_GUARD);
         eprintln!("async_service: --once did not finish within {} s", ONCE_GUARD.as_secs());
         std::process::exit(1);
     })?;
-    let (pool, io, listener) = start("127.0.0.1:0")?;
+    let (pool, io, listener) = start("127.0.0.1:0", reactor)?;
     let local = listener.local_addr().map_err(listen_address_error)?;
     let (stop, stopped) = oneshot::channel::<()>();
     let server = serve_on_pool(&pool, &io, listener, router(calibrate()), until_sent(stopped));
@@ -339,6 +394,8 @@ struct BenchArgs {
     /// default pool sizes itself against it as against any neighbour; a fixed pool shows the
     /// executor's own cost.
     fixed_pool: bool,
+    /// Who drives the cotenant server's reactor.
+    reactor: ReactorKind,
 }
 
 impl Default for BenchArgs {
@@ -349,6 +406,7 @@ impl Default for BenchArgs {
             connections: 16,
             work_ms: 0,
             fixed_pool: false,
+            reactor: DEFAULT_REACTOR,
         }
     }
 }
@@ -358,7 +416,7 @@ fn bench(args: &BenchArgs) -> Result<(), BoxError> {
         true => Pool::builder().name(POOL_NAME).policy(cotenant::Policy::fixed(cotenant::cpus::get())),
         false => Pool::builder().name(POOL_NAME),
     };
-    let (pool, io, cotenant_listener) = start_with("127.0.0.1:0", builder)?;
+    let (pool, io, cotenant_listener) = start_with("127.0.0.1:0", builder, args.reactor)?;
     let policy = if args.fixed_pool { "fixed" } else { "default adaptive" };
     let runtime_error = |what: &str, error: std::io::Error| format!("cannot build {what}: {error}");
     let tokio_runtime = tokio::runtime::Builder::new_multi_thread()
@@ -375,7 +433,11 @@ fn bench(args: &BenchArgs) -> Result<(), BoxError> {
         tokio_listener.local_addr().map_err(listen_address_error)?,
     ];
     let names = [
-        format!("cotenant executor ({} pool threads, {policy} policy, 1 tokio I/O thread)", pool.threads()),
+        format!(
+            "cotenant executor ({} pool threads, {policy} policy, {})",
+            pool.threads(),
+            args.reactor.describe()
+        ),
         format!("tokio multi-thread ({} workers)", tokio_runtime.metrics().num_workers()),
     ];
     let (stop_cotenant, cotenant_stopped) = oneshot::channel::<()>();
@@ -462,8 +524,8 @@ fn measure(
 
 #[derive(Debug, PartialEq)]
 enum Mode {
-    Serve { addr: String },
-    Once,
+    Serve { addr: String, reactor: ReactorKind },
+    Once { reactor: ReactorKind },
     Bench(BenchArgs),
     Help,
 }
@@ -472,6 +534,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Mode, String> {
     let mut args = args.into_iter();
     let (mut once, mut bench, mut addr) = (false, false, None::<String>);
     let mut bench_args = BenchArgs::default();
+    let mut reactor = DEFAULT_REACTOR;
     // The first flag given that only `--bench` takes.
     let mut bench_flag = None::<String>;
     while let Some(arg) = args.next() {
@@ -483,6 +546,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Mode, String> {
                 bench_flag.get_or_insert_with(|| "--fixed-pool".to_owned());
             }
             "--addr" => addr = Some(value(&mut args, "--addr")?),
+            "--reactor" => reactor = ReactorKind::parse(&value(&mut args, "--reactor")?)?,
             flag @ ("--seconds" | "--rounds" | "--connections" | "--work-ms") => {
                 let text = value(&mut args, flag)?;
                 match flag {
@@ -509,9 +573,11 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Mode, String> {
     }
     match (once, bench, bench_flag) {
         (_, false, Some(flag)) => Err(format!("{flag} goes with --bench\n{USAGE}")),
-        (true, false, None) => Ok(Mode::Once),
-        (_, true, _) => Ok(Mode::Bench(bench_args)),
-        (false, false, None) => Ok(Mode::Serve { addr: addr.unwrap_or_else(|| DEFAULT_ADDR.to_owned()) }),
+        (true, false, None) => Ok(Mode::Once { reactor }),
+        (_, true, _) => Ok(Mode::Bench(BenchArgs { reactor, ..bench_args })),
+        (false, false, None) => {
+            Ok(Mode::Serve { addr: addr.unwrap_or_else(|| DEFAULT_ADDR.to_owned()), reactor })
+        }
     }
 }
 
@@ -546,9 +612,20 @@ mod tests {
 
     #[test]
     fn the_modes_and_their_defaults() {
-        assert_eq!(parse(&[]), Ok(Mode::Serve { addr: DEFAULT_ADDR.to_owned() }));
-        assert_eq!(parse(&["--addr", "0.0.0.0:80"]), Ok(Mode::Serve { addr: "0.0.0.0:80".to_owned() }));
-        assert_eq!(parse(&["--once"]), Ok(Mode::Once));
+        assert_eq!(parse(&[]), Ok(Mode::Serve { addr: DEFAULT_ADDR.to_owned(), reactor: DEFAULT_REACTOR }));
+        assert_eq!(
+            parse(&["--addr", "0.0.0.0:80", "--reactor", "thread"]),
+            Ok(Mode::Serve { addr: "0.0.0.0:80".to_owned(), reactor: ReactorKind::Thread })
+        );
+        assert_eq!(parse(&["--once"]), Ok(Mode::Once { reactor: DEFAULT_REACTOR }));
+        assert_eq!(
+            parse(&["--once", "--reactor", "workers"]),
+            Ok(Mode::Once { reactor: ReactorKind::Workers })
+        );
+        assert_eq!(
+            parse(&["--bench", "--reactor", "thread"]),
+            Ok(Mode::Bench(BenchArgs { reactor: ReactorKind::Thread, ..BenchArgs::default() }))
+        );
         assert_eq!(parse(&["--bench"]), Ok(Mode::Bench(BenchArgs::default())));
         assert_eq!(parse(&["--help"]), Ok(Mode::Help));
         assert_eq!(
@@ -558,14 +635,17 @@ mod tests {
                 rounds: 3,
                 connections: 4,
                 work_ms: 2,
-                fixed_pool: false
+                fixed_pool: false,
+                reactor: DEFAULT_REACTOR,
             }))
         );
     }
 
     #[test]
     fn bad_arguments_are_named() {
-        let cases: [(&[&str], &str); 9] = [
+        let cases: [(&[&str], &str); 11] = [
+            (&["--reactor", "epoll"], "--reactor: expected thread or workers, got \"epoll\""),
+            (&["--once", "--reactor"], "--reactor needs a value"),
             (&["--fast"], "unknown argument \"--fast\""),
             (&["--addr"], "--addr needs a value"),
             (&["--bench", "--rounds", "0"], "--rounds: expected a whole number from 1 to 100, got \"0\""),
