@@ -8,7 +8,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
@@ -28,6 +28,8 @@ fn builder(workers: usize) -> cotenant::Builder {
 /// its own thread, the wakers sent to `events`.
 struct FakeReactor {
     events: Mutex<Receiver<Waker>>,
+    /// While set, the reactor delivers nothing (events wait in the channel).
+    paused: AtomicBool,
     /// Threads that were in the hook, as the hook saw them.
     drivers: Mutex<Vec<ThreadId>>,
 }
@@ -43,7 +45,12 @@ impl Wake for ThreadWaker {
 impl FakeReactor {
     fn new() -> (Arc<FakeReactor>, Sender<Waker>) {
         let (send, events) = channel();
-        (Arc::new(FakeReactor { events: Mutex::new(events), drivers: Mutex::new(Vec::new()) }), send)
+        let reactor = FakeReactor {
+            events: Mutex::new(events),
+            paused: AtomicBool::new(false),
+            drivers: Mutex::new(Vec::new()),
+        };
+        (Arc::new(reactor), send)
     }
 
     fn block_on(&self, woken: &mut Woken<'_>) {
@@ -58,6 +65,10 @@ impl FakeReactor {
             // The reactor's turn: readiness events wake their futures from this thread. A
             // wake-up of `woken` from another thread unparks this one, which the short timeout
             // stands in for (a real reactor is woken through its own file descriptor).
+            if self.paused.load(Ordering::SeqCst) {
+                thread::park_timeout(Duration::from_millis(1));
+                continue;
+            }
             match events.recv_timeout(Duration::from_millis(1)) {
                 Ok(event) => event.wake(),
                 Err(RecvTimeoutError::Timeout) => thread::park_timeout(Duration::from_millis(1)),
@@ -72,6 +83,8 @@ impl FakeReactor {
 struct WaitForEvent {
     events: Sender<Waker>,
     registered: bool,
+    /// Told once the future has registered.
+    on_register: Option<Sender<()>>,
 }
 
 impl Future for WaitForEvent {
@@ -83,6 +96,9 @@ impl Future for WaitForEvent {
         }
         self.registered = true;
         self.events.send(cx.waker().clone()).expect("the reactor is alive");
+        if let Some(told) = self.on_register.take() {
+            let _ = told.send(());
+        }
         Poll::Pending
     }
 }
@@ -93,12 +109,50 @@ fn a_future_woken_by_the_reactor_is_polled_by_the_worker_driving_it() {
     let hook = reactor.clone();
     let pool = builder(1).park_with(move |woken| hook.block_on(woken)).build().unwrap();
     for _ in 0..20 {
-        let task = pool.spawn_future(WaitForEvent { events: events.clone(), registered: false });
+        let task =
+            pool.spawn_future(WaitForEvent { events: events.clone(), registered: false, on_register: None });
         let polled_on = task.join_timeout(GUARD).expect("the reactor woke the future");
         // The only worker registered the future, then drove the reactor that woke it.
         assert!(reactor.drivers.lock().unwrap().contains(&polled_on));
     }
     assert!(pool.metrics().future_wakeups >= 20);
+    pool.shutdown();
+}
+
+#[test]
+fn the_reactor_is_driven_while_the_worker_that_drove_it_runs_a_long_task() {
+    let (reactor, events) = FakeReactor::new();
+    let hook = reactor.clone();
+    let pool = builder(2).park_with(move |woken| hook.block_on(woken)).build().unwrap();
+    // Both futures register before the reactor delivers anything: the first event then goes
+    // to the worker driving it, which takes the long task, while the second waits.
+    reactor.paused.store(true, Ordering::SeqCst);
+    let (open, gate) = channel::<()>();
+    let (registered, has_registered) = channel::<()>();
+    // Once its event comes, computes until the gate opens: the long handler.
+    let long = pool.spawn_future({
+        let first =
+            WaitForEvent { events: events.clone(), registered: false, on_register: Some(registered.clone()) };
+        async move {
+            first.await;
+            gate.recv_timeout(GUARD).expect("the gate opens once the short future has run");
+        }
+    });
+    has_registered.recv_timeout(GUARD).expect("the long future registered");
+    let short = pool.spawn_future(WaitForEvent {
+        events: events.clone(),
+        registered: false,
+        on_register: Some(registered),
+    });
+    has_registered.recv_timeout(GUARD).expect("the short future registered");
+    // Coverage, not correctness: time for the worker that polled the short future to go back
+    // to sleep, so that the driver's own wake-up is what takes the long task.
+    thread::sleep(Duration::from_millis(20));
+    reactor.paused.store(false, Ordering::SeqCst);
+    // The worker that took the long task handed the hook to the other, idle one.
+    short.join_timeout(GUARD).expect("the second event was delivered while the long task ran");
+    open.send(()).unwrap();
+    long.join_timeout(GUARD).expect("the long task finished");
     pool.shutdown();
 }
 

@@ -112,8 +112,9 @@ impl Drop for IoDriver {
 ///
 /// The price: while every worker the pool may run is busy, nobody waits in the reactor, so
 /// sockets and timers wait until one runs out of tasks (tokio's multi-thread runtime does the
-/// same when all its workers are busy). Handlers that compute for long are better served by
-/// [`IoDriver`]'s thread.
+/// same when all its workers are busy; a worker that takes a task from the reactor hands it to
+/// an idle one, so one long handler does not stop the others). A service whose handlers all
+/// compute for long is better served by [`IoDriver`]'s thread.
 ///
 /// ```no_run
 /// let reactor = cotenant_examples::tokio_on_cotenant::WorkerReactor::new().unwrap();

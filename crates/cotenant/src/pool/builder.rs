@@ -397,9 +397,10 @@ impl Builder {
     /// with no hand-over to another thread, which is what tokio's own workers do.
     ///
     /// Only one worker is in the hook at a time, and only one the target allows to run (the
-    /// pool's other idle workers sleep as without a hook, costing no CPU). While every allowed
-    /// worker is busy nobody is in the hook: a reactor driven only this way waits until a worker
-    /// runs out of tasks. A hook that returns before its future is ready, or panics (logged
+    /// pool's other idle workers sleep as without a hook, costing no CPU); a worker that leaves
+    /// it with a task wakes an idle allowed worker to take it over. While every allowed worker
+    /// is busy nobody is in the hook: a reactor driven only this way waits until a worker runs
+    /// out of tasks. A hook that returns before its future is ready, or panics (logged
     /// once), only makes the worker sleep as usual. Default: none (workers sleep on a condition
     /// variable).
     ///

@@ -21,20 +21,23 @@
 //! idle workers sleep as usual. Only a worker allowed to run when it goes to sleep parks in the
 //! hook (`Roster::sleep`): one the target parked costs no CPU, not even the reactor's.
 //!
-//! **Nobody left out.** A worker that leaves the hook (woken) usually comes back to it when it
-//! runs out of tasks. One that does not (the target fell below it, it was woken as a borrower
-//! above the target, an elastic pool retires it) would leave the reactor undriven while an
-//! allowed worker sleeps on its condition variable, which nothing would ever wake: no event is
-//! delivered. So a worker that sleeps or exits outside the hook while nobody is in it wakes
-//! the lowest allowed sleeper (`Roster::hand_over_driving`), which finds nothing to run and
-//! goes back to sleep in the hook. The order of the two sides is `SeqCst`: a worker whose
-//! entry found the hook taken had registered as a sleeper before the driver's exit, so the
-//! driver's later check sees it.
+//! **Nobody left out.** A worker that leaves the hook because it has a task hands the hook over
+//! as soon as it has popped one (`Roster::hand_over_driving`, called from the worker loop): if
+//! nobody is in the hook, the lowest allowed sleeper is woken, finds nothing to run and goes
+//! back to sleep in it, so the reactor is driven while the task runs however long it takes.
+//! Popping first keeps the woken task on the worker that saw its event. A worker that sleeps
+//! or exits outside the hook (the target fell below it, it was woken as a borrower above the
+//! target, an elastic pool retires it) hands over the same way; without that, an allowed
+//! worker asleep on its condition variable would never be woken again, since no event would
+//! be delivered (a hang the HTTP benchmark found). The order of the two sides is `SeqCst`: a
+//! worker whose entry found the hook taken had registered as a sleeper before the driver
+//! left, so the driver's later check sees it.
 //!
-//! **What it costs.** While every allowed worker is busy, nobody drives the reactor: sockets and
-//! timers wait until one runs out of tasks (tokio's multi-thread runtime behaves the same when
-//! all its workers are busy). A service whose handlers compute for long keeps a reactor thread
-//! of its own instead.
+//! **What it costs.** A hand-over is a futex wake of an idle worker while the task runs, off
+//! the task's path; with one allowed worker there is nobody to hand over to. While every
+//! allowed worker is busy, nobody is in the hook: sockets and timers wait until one runs out
+//! of tasks (tokio's multi-thread runtime behaves the same when all its workers are busy). A
+//! service whose handlers all compute for long keeps a reactor thread of its own instead.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -85,9 +88,10 @@ impl IdleDriver {
     }
 
     /// Waits for `parker`'s token in the hook if no other worker is in it, else as usual; takes
-    /// the token either way.
-    pub(crate) fn park(&self, parker: &Parker) {
-        if self.driving.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+    /// the token either way. True if it waited in the hook.
+    pub(crate) fn park(&self, parker: &Parker) -> bool {
+        let drove = self.driving.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok();
+        if drove {
             let mut woken = Woken { parker };
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.hook)(&mut woken)));
             // Before blocking below: if the hook returned early, another worker may drive.
@@ -105,6 +109,7 @@ impl IdleDriver {
         }
         // Returns at once when the hook returned because the worker was woken.
         parker.park();
+        drove
     }
 
     /// Whether a worker is in the hook now (`Roster::sleep`'s hand-over).

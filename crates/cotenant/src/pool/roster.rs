@@ -148,13 +148,14 @@ impl Roster {
     ///
     /// With a park hook (`driver`), a worker allowed to run when it registers sleeps in the
     /// hook (`IdleDriver::park`) rather than on its condition variable; one above the target
-    /// costs no CPU there, so it never does.
+    /// costs no CPU there, so it never does. Returns whether the worker slept in the hook
+    /// (it then hands the hook over once it has a task: `hand_over_driving`).
     pub(crate) fn sleep(
         &self,
         index: usize,
         stay_awake: impl Fn(usize) -> bool,
         driver: Option<&IdleDriver>,
-    ) {
+    ) -> bool {
         let allowed = {
             let mut registry = lock(&self.registry);
             registry.asleep[index] = true;
@@ -173,7 +174,7 @@ impl Roster {
                 if index < self.target.load(Ordering::SeqCst) {
                     self.idle_allowed.fetch_sub(1, Ordering::SeqCst);
                 }
-                return;
+                return false;
             }
             // Someone claimed us already and will unpark us (or has): take that token now so
             // it does not cut a later sleep short.
@@ -183,14 +184,19 @@ impl Roster {
             Some(driver) => {
                 self.hand_over_driving(driver);
                 self.parkers[index].park();
+                false
             }
-            None => self.parkers[index].park(),
+            None => {
+                self.parkers[index].park();
+                false
+            }
         }
     }
 
-    /// Called by a worker that sleeps outside the park hook although the pool has one, or
-    /// exits: if nobody is in the hook, wakes the lowest allowed sleeper, which goes back to
-    /// sleep in it (`park_with.rs`, "Nobody left out").
+    /// Called by a worker that left the park hook and took a task, that sleeps outside the
+    /// hook although the pool has one, or that exits: if nobody is in the hook, wakes the
+    /// lowest allowed sleeper, which goes back to sleep in it (`park_with.rs`, "Nobody left
+    /// out").
     pub(crate) fn hand_over_driving(&self, driver: &IdleDriver) {
         if !driver.is_driving() {
             self.wake_one_allowed(None);
@@ -297,7 +303,9 @@ mod tests {
         let sleepers: Vec<_> = (0..3)
             .map(|index| {
                 let roster = roster.clone();
-                std::thread::spawn(move || roster.sleep(index, |_| false, None))
+                std::thread::spawn(move || {
+                    roster.sleep(index, |_| false, None);
+                })
             })
             .collect();
         until_asleep(&roster, 3);
@@ -325,7 +333,9 @@ mod tests {
             Arc::new(IdleDriver::new(Arc::new(|woken: &mut super::super::Woken<'_>| crate::block_on(woken))));
         let sleep = |index: usize| {
             let (roster, driver) = (roster.clone(), driver.clone());
-            std::thread::spawn(move || roster.sleep(index, |_| false, Some(&driver)))
+            std::thread::spawn(move || {
+                roster.sleep(index, |_| false, Some(&driver));
+            })
         };
         // Worker 1 sleeps first, in the hook; worker 0 finds it taken and sleeps on its condvar.
         let in_hook = sleep(1);
