@@ -13,7 +13,8 @@ GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 echo "examples: Rust HTTP service (examples/rust/src/bin/http_service.rs): ok"
 
 "$CARGO" run --locked -q -p cotenant-examples --bin async_service -- --once
-echo "examples: Rust HTTP service on the cotenant executor (examples/rust/src/bin/async_service.rs): ok"
+"$CARGO" run --locked -q -p cotenant-examples --bin async_service -- --once --reactor thread
+echo "examples: Rust HTTP service on the cotenant executor, tokio's reactor driven by the pool's idle workers and by a thread of its own (examples/rust/src/bin/async_service.rs): ok"
 
 "$CARGO" run --locked -q -p cotenant-examples --bin rayon_sized
 echo "examples: Rust rayon pool (examples/rust/src/bin/rayon_sized.rs): ok"
