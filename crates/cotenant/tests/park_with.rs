@@ -104,7 +104,7 @@ impl Future for WaitForEvent {
 }
 
 #[test]
-fn a_future_woken_by_the_reactor_is_polled_by_the_worker_driving_it() {
+fn a_future_woken_from_inside_the_hook_is_polled_once_the_hook_returns() {
     let (reactor, events) = FakeReactor::new();
     let hook = reactor.clone();
     let pool = builder(1).park_with(move |woken| hook.block_on(woken)).build().unwrap();
@@ -176,15 +176,14 @@ fn only_one_allowed_worker_is_in_the_hook_at_a_time() {
         .unwrap();
     assert_eq!(pool.metrics().target, 2);
     for round in 0..20 {
-        let entered = names.lock().unwrap().len();
         let tasks: Vec<_> = (0..8).map(|k| pool.spawn(move || round * k)).collect();
         for (k, task) in tasks.into_iter().enumerate() {
             assert_eq!(task.join_timeout(GUARD).unwrap(), round * k);
         }
-        // Idle again, an allowed worker goes to sleep in the hook once it has spun (a wait
-        // for a state, not a timing assertion).
+        // Idle again, an allowed worker is in the hook once it has spun (a wait for a state,
+        // not a timing assertion).
         let deadline = std::time::Instant::now() + GUARD;
-        while names.lock().unwrap().len() == entered {
+        while inside.load(Ordering::SeqCst) == 0 {
             assert!(std::time::Instant::now() < deadline, "no idle worker entered the hook");
             thread::sleep(Duration::from_millis(1));
         }
@@ -200,7 +199,7 @@ fn only_one_allowed_worker_is_in_the_hook_at_a_time() {
 }
 
 #[test]
-fn a_hook_that_returns_early_or_panics_leaves_the_worker_sleeping_as_usual() {
+fn a_hook_that_returns_early_is_called_again_and_one_that_panics_is_not() {
     let early_calls = Arc::new(AtomicUsize::new(0));
     let panicked_calls = Arc::new(AtomicUsize::new(0));
     let (e, p) = (early_calls.clone(), panicked_calls.clone());
@@ -217,20 +216,30 @@ fn a_hook_that_returns_early_or_panics_leaves_the_worker_sleeping_as_usual() {
         })
         .build()
         .unwrap();
-    for (pool, calls) in [(&early, &early_calls), (&panicking, &panicked_calls)] {
-        for round in 0..10 {
-            let before = calls.load(Ordering::SeqCst);
+    let mut previous_early = 0;
+    for round in 0..10 {
+        for pool in [&early, &panicking] {
             assert_eq!(pool.spawn(move || round + 1).join_timeout(GUARD).unwrap(), round + 1);
             let future = pool.spawn_future(async move { round * 2 });
             assert_eq!(future.join_timeout(GUARD).unwrap(), round * 2);
-            // The worker goes to sleep through the hook again, and the next task still wakes it.
-            let deadline = std::time::Instant::now() + GUARD;
-            while calls.load(Ordering::SeqCst) == before {
-                assert!(std::time::Instant::now() < deadline, "the idle worker never called the hook");
-                thread::sleep(Duration::from_millis(1));
-            }
         }
+        // The early hook's worker goes to sleep through it again each time it is idle (a wait
+        // for a state), and the next task still wakes it.
+        let deadline = std::time::Instant::now() + GUARD;
+        while early_calls.load(Ordering::SeqCst) == previous_early {
+            assert!(std::time::Instant::now() < deadline, "the idle worker never called the hook");
+            thread::sleep(Duration::from_millis(1));
+        }
+        previous_early = early_calls.load(Ordering::SeqCst);
+    }
+    // The panicking hook ran once, when its worker first went idle, and never again; its
+    // worker still ran every task, sleeping without it.
+    let deadline = std::time::Instant::now() + GUARD;
+    while panicked_calls.load(Ordering::SeqCst) == 0 {
+        assert!(std::time::Instant::now() < deadline, "the idle worker never called the hook");
+        thread::sleep(Duration::from_millis(1));
     }
     early.shutdown();
     panicking.shutdown();
+    assert_eq!(panicked_calls.load(Ordering::SeqCst), 1);
 }

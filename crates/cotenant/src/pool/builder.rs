@@ -400,8 +400,11 @@ impl Builder {
     /// pool's other idle workers sleep as without a hook, costing no CPU); a worker that leaves
     /// it with a task wakes an idle allowed worker to take it over. While every allowed worker
     /// is busy nobody is in the hook: a reactor driven only this way waits until a worker runs
-    /// out of tasks. A hook that returns before its future is ready, or panics (logged
-    /// once), only makes the worker sleep as usual. Default: none (workers sleep on a condition
+    /// out of tasks. The runtime must be the pool's alone (not inside `block_on` on another
+    /// thread), and what it runs in its `block_on` (tokio's own spawned tasks) runs on the
+    /// worker. A hook that returns before its future is ready only makes that worker sleep as
+    /// usual; one that panics is logged at error level and not called again, and what it
+    /// drove is then not driven by the pool. Default: none (workers sleep on a condition
     /// variable).
     ///
     /// ```

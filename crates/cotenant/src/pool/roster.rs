@@ -32,9 +32,11 @@ struct ParkState {
 impl Parker {
     /// Blocks until the token is set, then takes it.
     pub(crate) fn park(&self) {
+        // A hook that returned early left its waker: no longer anyone's to wake. Dropped
+        // outside the lock (a waker's drop is the runtime's code).
+        let stale = lock(&self.state).waker.take();
+        drop(stale);
         let mut state = lock(&self.state);
-        // A hook that returned early left its waker: no longer anyone's to wake.
-        state.waker = None;
         while !state.token {
             state = wait(&self.unparked, state);
         }
@@ -61,10 +63,12 @@ impl Parker {
         if state.token {
             return Poll::Ready(());
         }
-        match &state.waker {
-            Some(waker) if waker.will_wake(cx.waker()) => {}
-            _ => state.waker = Some(cx.waker().clone()),
-        }
+        let replaced = match &state.waker {
+            Some(waker) if waker.will_wake(cx.waker()) => None,
+            _ => state.waker.replace(cx.waker().clone()),
+        };
+        drop(state);
+        drop(replaced); // outside the lock, as in `park`
         Poll::Pending
     }
 }
@@ -148,14 +152,13 @@ impl Roster {
     ///
     /// With a park hook (`driver`), a worker allowed to run when it registers sleeps in the
     /// hook (`IdleDriver::park`) rather than on its condition variable; one above the target
-    /// costs no CPU there, so it never does. Returns whether the worker slept in the hook
-    /// (it then hands the hook over once it has a task: `hand_over_driving`).
+    /// costs no CPU there, so it never does.
     pub(crate) fn sleep(
         &self,
         index: usize,
         stay_awake: impl Fn(usize) -> bool,
         driver: Option<&IdleDriver>,
-    ) -> bool {
+    ) {
         let allowed = {
             let mut registry = lock(&self.registry);
             registry.asleep[index] = true;
@@ -174,32 +177,47 @@ impl Roster {
                 if index < self.target.load(Ordering::SeqCst) {
                     self.idle_allowed.fetch_sub(1, Ordering::SeqCst);
                 }
-                return false;
+                return;
             }
             // Someone claimed us already and will unpark us (or has): take that token now so
             // it does not cut a later sleep short.
         }
         match driver {
-            Some(driver) if allowed => driver.park(&self.parkers[index]),
+            Some(driver) if allowed => driver.park(index, &self.parkers[index]),
             Some(driver) => {
                 self.hand_over_driving(driver);
                 self.parkers[index].park();
-                false
             }
-            None => {
-                self.parkers[index].park();
-                false
-            }
+            None => self.parkers[index].park(),
         }
     }
 
-    /// Called by a worker that left the park hook and took a task, that sleeps outside the
-    /// hook although the pool has one, or that exits: if nobody is in the hook, wakes the
-    /// lowest allowed sleeper, which goes back to sleep in it (`park_with.rs`, "Nobody left
-    /// out").
+    /// Called by a worker that starts a task, sleeps outside the park hook or exits, in a pool
+    /// with one: if nobody is in the hook, wakes the lowest allowed sleeper, which usually goes
+    /// back to sleep in it (`park_with.rs`, "Nobody left out").
     pub(crate) fn hand_over_driving(&self, driver: &IdleDriver) {
-        if !driver.is_driving() {
-            self.wake_one_allowed(None);
+        if driver.wants_driver() {
+            self.wake_one_allowed(|| None);
+        }
+    }
+
+    /// After a target change, with a park hook: a worker in the hook that the target no longer
+    /// allows is woken (it sleeps outside the hook and hands it over, as one above the target
+    /// must cost no CPU); with nobody in the hook, a newly allowed sleeper is woken to take it
+    /// (`park_with.rs`, "Nobody left out").
+    pub(crate) fn after_target_change(&self, driver: &IdleDriver) {
+        match driver.driver() {
+            Some(index) if index >= self.target() => {
+                let mut registry = lock(&self.registry);
+                // Above the target it is not counted in `idle_allowed`: nothing to undo.
+                if index < registry.asleep.len() && registry.asleep[index] {
+                    registry.asleep[index] = false;
+                    drop(registry);
+                    self.parkers[index].unpark();
+                }
+            }
+            Some(_) => {}
+            None => self.hand_over_driving(driver),
         }
     }
 
@@ -209,10 +227,11 @@ impl Roster {
     /// `preferred`: a worker to wake before the lowest-index one if it is an allowed sleeper:
     /// the calling thread when it is a worker of the pool asleep in the park hook, which
     /// queued the task while driving the hook's reactor and runs it next without a hand-off.
-    pub(crate) fn wake_one_allowed(&self, preferred: Option<usize>) -> bool {
+    pub(crate) fn wake_one_allowed(&self, preferred: impl FnOnce() -> Option<usize>) -> bool {
         if self.idle_allowed.load(Ordering::SeqCst) == 0 {
             return false;
         }
+        let preferred = preferred();
         let mut registry = lock(&self.registry);
         let target = self.target.load(Ordering::SeqCst);
         let preferred = preferred.filter(|&index| index < target && registry.asleep[index]);
@@ -283,12 +302,22 @@ impl Roster {
         let registry = lock(&self.registry);
         registry.count_below(registry.asleep.len())
     }
+
+    /// Whether worker `index` is registered as sleeping and unclaimed (for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn is_asleep(&self, index: usize) -> bool {
+        lock(&self.registry).asleep[index]
+    }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::Roster;
+    use crate::pool::park_with::IdleDriver;
+    use crate::pool::Woken;
+    use std::sync::atomic::Ordering;
     use std::sync::Arc;
+    use std::thread::JoinHandle;
 
     /// Waits until `n` workers are registered asleep (a state, whatever the timing).
     fn until_asleep(roster: &Roster, n: usize) {
@@ -297,63 +326,102 @@ mod tests {
         }
     }
 
+    fn until(condition: impl Fn() -> bool) {
+        while !condition() {
+            std::thread::yield_now();
+        }
+    }
+
+    /// A park hook that blocks on `cotenant::block_on`, as a runtime's would.
+    fn driver() -> Arc<IdleDriver> {
+        Arc::new(IdleDriver::new(Arc::new(|woken: &mut Woken<'_>| crate::block_on(woken))))
+    }
+
+    /// Worker `index` sleeping on its own thread (returns once woken).
+    fn sleeper(roster: &Arc<Roster>, driver: Option<&Arc<IdleDriver>>, index: usize) -> JoinHandle<()> {
+        let (roster, driver) = (roster.clone(), driver.cloned());
+        std::thread::spawn(move || roster.sleep(index, |_| false, driver.as_deref()))
+    }
+
     #[test]
     fn a_wake_up_prefers_the_given_allowed_sleeper_over_the_lowest_index() {
         let roster = Arc::new(Roster::new(3, 3));
-        let sleepers: Vec<_> = (0..3)
-            .map(|index| {
-                let roster = roster.clone();
-                std::thread::spawn(move || {
-                    roster.sleep(index, |_| false, None);
-                })
-            })
-            .collect();
+        let sleepers: Vec<_> = (0..3).map(|index| sleeper(&roster, None, index)).collect();
         until_asleep(&roster, 3);
-        assert!(roster.wake_one_allowed(Some(2)));
-        let mut sleepers = sleepers.into_iter();
-        let (first, second, third) =
-            (sleepers.next().unwrap(), sleepers.next().unwrap(), sleepers.next().unwrap());
-        third.join().unwrap(); // worker 2 was the one woken
-        until_asleep(&roster, 2);
+        assert!(roster.wake_one_allowed(|| Some(2)));
+        assert!(!roster.is_asleep(2) && roster.is_asleep(0) && roster.is_asleep(1), "worker 2 was claimed");
+        let [first, second, third]: [JoinHandle<()>; 3] = sleepers.try_into().unwrap();
+        third.join().unwrap();
         // A preferred worker that is not asleep: the lowest-index sleeper, as without one.
-        assert!(roster.wake_one_allowed(Some(2)));
+        assert!(roster.wake_one_allowed(|| Some(2)));
+        assert!(!roster.is_asleep(0) && roster.is_asleep(1), "worker 0 was claimed");
         first.join().unwrap();
-        // One above the target is never preferred.
-        roster.set_target(1, || 0);
-        assert!(!roster.wake_one_allowed(Some(1)), "worker 1 is above the target");
-        roster.wake_all();
+        // One above the target is never preferred: worker 1 sleeps, worker 2 sleeps again, the
+        // target falls to 2, and a wake-up preferring 2 claims 1.
+        let again = sleeper(&roster, None, 2);
+        until_asleep(&roster, 2);
+        roster.set_target(2, || 0);
+        assert!(roster.wake_one_allowed(|| Some(2)));
+        assert!(!roster.is_asleep(1) && roster.is_asleep(2), "worker 1 was claimed, not 2");
         second.join().unwrap();
+        roster.wake_all();
+        again.join().unwrap();
+    }
+
+    /// Worker 1 in the hook, worker 0 asleep outside it (its entry found the hook taken).
+    fn one_driving_one_plain(
+        roster: &Arc<Roster>,
+        driver: &Arc<IdleDriver>,
+    ) -> (JoinHandle<()>, JoinHandle<()>) {
+        let in_hook = sleeper(roster, Some(driver), 1);
+        until(|| driver.driver() == Some(1));
+        let plain = sleeper(roster, Some(driver), 0);
+        until(|| driver.found_taken.load(Ordering::SeqCst) == 1);
+        until_asleep(roster, 2);
+        (in_hook, plain)
     }
 
     #[test]
     fn a_driver_that_sleeps_outside_the_hook_hands_the_reactor_to_an_allowed_sleeper() {
-        use super::super::park_with::IdleDriver;
-        let roster = Arc::new(Roster::new(2, 2));
-        let driver =
-            Arc::new(IdleDriver::new(Arc::new(|woken: &mut super::super::Woken<'_>| crate::block_on(woken))));
-        let sleep = |index: usize| {
-            let (roster, driver) = (roster.clone(), driver.clone());
-            std::thread::spawn(move || {
-                roster.sleep(index, |_| false, Some(&driver));
-            })
-        };
-        // Worker 1 sleeps first, in the hook; worker 0 finds it taken and sleeps on its condvar.
-        let in_hook = sleep(1);
-        until_asleep(&roster, 1);
-        while !driver.is_driving() {
-            std::thread::yield_now();
-        }
-        let plain = sleep(0);
-        until_asleep(&roster, 2);
-        // The target falls below worker 1, which is then woken as a borrower: it leaves the
-        // hook and, above the target, sleeps outside it.
+        let (roster, driver) = (Arc::new(Roster::new(2, 2)), driver());
+        let (in_hook, plain) = one_driving_one_plain(&roster, &driver);
+        // Worker 1 is woken as a borrower above a lowered target (bypassing the hook's own
+        // wake-up by calling the roster directly): it leaves the hook and sleeps outside it.
         roster.set_target(1, || 0);
         assert!(roster.wake_borrower(2, |_| {}));
         in_hook.join().unwrap();
-        let outside = sleep(1);
+        let outside = sleeper(&roster, Some(&driver), 1);
         // Worker 0, the allowed sleeper, is woken to take the hook over.
         plain.join().unwrap();
         roster.wake_all();
         outside.join().unwrap();
+    }
+
+    #[test]
+    fn a_lower_target_wakes_the_driver_it_no_longer_allows() {
+        let (roster, driver) = (Arc::new(Roster::new(2, 2)), driver());
+        let (in_hook, plain) = one_driving_one_plain(&roster, &driver);
+        roster.set_target(1, || 0);
+        roster.after_target_change(&driver);
+        in_hook.join().unwrap(); // worker 1, above the target, left the hook
+        assert!(roster.is_asleep(0), "nobody else was woken yet");
+        // Back to sleep above the target: outside the hook, handing it to worker 0.
+        let outside = sleeper(&roster, Some(&driver), 1);
+        plain.join().unwrap();
+        roster.wake_all();
+        outside.join().unwrap();
+    }
+
+    #[test]
+    fn a_raised_target_with_nobody_in_the_hook_wakes_a_newly_allowed_sleeper() {
+        let (roster, driver) = (Arc::new(Roster::new(2, 1)), driver());
+        // Worker 1 sleeps above the target (outside the hook); worker 0 is busy elsewhere.
+        let above = sleeper(&roster, Some(&driver), 1);
+        until_asleep(&roster, 1);
+        assert!(driver.driver().is_none());
+        roster.set_target(2, || 0); // nothing queued: T itself wakes nobody
+        assert!(roster.is_asleep(1));
+        roster.after_target_change(&driver);
+        above.join().unwrap(); // woken to take the hook
     }
 }

@@ -175,15 +175,25 @@ impl Shared {
     }
 
     /// With a park hook (`park_with.rs`): the index of the calling thread if it is a worker of
-    /// this pool (then it pushes from inside the hook, or from a task); else `None`, without a
-    /// thread-local read.
+    /// this pool (it pushes from inside the hook, or from a task); else `None`, without a
+    /// thread-local read. `Roster::wake_one_allowed` prefers that worker if it is asleep.
     #[inline]
-    fn parked_worker_here(&self) -> Option<usize> {
+    fn worker_index_here(&self) -> Option<usize> {
         #[cfg(not(loom))]
         if self.idle_driver.is_some() && self.is_own_worker() {
             return Some(worker::current_index());
         }
         None
+    }
+
+    /// Step T (`Roster::set_target`), then, with a park hook, keeps it driven by an allowed
+    /// worker (`Roster::after_target_change`).
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn set_target(&self, target: usize) {
+        self.roster.set_target(target, || self.queued());
+        if let Some(driver) = &self.idle_driver {
+            self.roster.after_target_change(driver);
+        }
     }
 
     /// Whether this is an elastic pool (its workers above the target retire).
@@ -278,7 +288,7 @@ impl Shared {
             Ok(()) => {
                 // Pairs with the fences in `Roster::sleep` and `Roster::set_target`.
                 fence(Ordering::SeqCst);
-                if !self.roster.wake_one_allowed(self.parked_worker_here()) {
+                if !self.roster.wake_one_allowed(|| self.worker_index_here()) {
                     self.maybe_borrow();
                 }
                 #[cfg(not(loom))]

@@ -411,9 +411,6 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         super::budget::enter(budget.clone());
     }
     let mut last_borrow_check = Instant::now();
-    // This worker woke up in the park hook (`park_with.rs`): with a task in hand it hands the
-    // hook over to an allowed sleeper, so that the reactor is driven while the task runs.
-    let mut left_hook = false;
     // A host token kept from the task before for the next one (`host_tokens.rs`, "Kept"):
     // only ever carried to a pop that follows at once; every other path gives it back first.
     #[cfg(not(loom))]
@@ -446,10 +443,11 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         if allowed {
             if let Some(job) = shared.queue.pop() {
                 shared.after_pop();
-                if std::mem::take(&mut left_hook) {
-                    if let Some(driver) = &shared.idle_driver {
-                        shared.roster.hand_over_driving(driver);
-                    }
+                // With a park hook: a worker that starts a task while nobody is in the hook
+                // (it just left it, or was woken to take it and found a task) wakes an idle
+                // allowed worker to take it, so the reactor is driven while the task runs.
+                if let Some(driver) = &shared.idle_driver {
+                    shared.roster.hand_over_driving(driver);
                 }
                 if shared.is_cancelling() {
                     #[cfg(not(loom))]
@@ -575,7 +573,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 break;
             }
         }
-        left_hook = shared.roster.sleep(
+        shared.roster.sleep(
             index,
             |target| {
                 shared.is_closed()

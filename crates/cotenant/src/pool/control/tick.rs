@@ -47,7 +47,7 @@ pub(super) fn tick(
             entry.last = None;
             let had_work = pool.has_work();
             entry.idle_periods = if had_work { 0 } else { entry.idle_periods.saturating_add(1) };
-            pool.roster.set_target(target as usize, || pool.queued());
+            pool.set_target(target as usize);
             return;
         }
     };
@@ -134,7 +134,7 @@ pub(super) fn tick(
         );
     }
     if decision.target as usize != pool.roster.target() {
-        pool.roster.set_target(decision.target as usize, || pool.queued());
+        pool.set_target(decision.target as usize);
     }
 }
 
@@ -297,7 +297,7 @@ pub(super) fn tick_elastic(
             wait_compute = sizer.wait_compute_ratio().unwrap_or(f64::NAN),
             "cotenant elastic pool size changed"
         );
-        pool.roster.set_target(size, || pool.queued());
+        pool.set_target(size);
         if size < current {
             pool.roster.wake_above_target();
         }
