@@ -25,8 +25,8 @@
 //!   finds the runtime through the thread's current handle. Polling an existing socket needs
 //!   nothing more, since each remembers its reactor.
 //!
-//! Which one: [`WorkerReactor`] saves a hand-over per event (requests that do little run 1.14-1.16x
-//! as fast as on a plain tokio runtime in this repository's HTTP benchmark, against 0.78-0.80x
+//! Which one: [`WorkerReactor`] saves a hand-over per event (requests that do little run 0.95-1.23x
+//! as fast as on a plain tokio runtime in this repository's HTTP benchmark, against 0.76-0.80x
 //! with [`IoDriver`]), but nobody drives the reactor while every worker the pool may run is
 //! busy; [`IoDriver`] serves sockets and timers however busy the pool is.
 //!
