@@ -104,13 +104,15 @@ bench-pool:
 
 # The simulator against the committed real runs (docs/results/sim-validation-2cpu/: lab
 # neighbours on a 2-CPU VM, P = 2 and 3, both settings, 70-150 % load), with each scheduler
-# model: every ignorant/adaptive ratio, real against simulated (median of 5 seeds).
+# model, and the Linux model with each process's submitting thread (10 µs per wake-up, as traced):
+# every ignorant/pool ratio, real against simulated (median of 5 seeds).
 sim-validate:
 	$(CARGO) build --release --locked -p cotenant-cli
 	for real in docs/results/sim-validation-2cpu docs/results/sim-validation-2cpu-exact-cpu; do \
 		for model in idealised linux; do \
 			$(RELEASE_BIN) sim validate --real $$real/results.json --scheduler $$model || exit 1; \
 		done; \
+		$(RELEASE_BIN) sim validate --real $$real/results.json --scheduler linux --submit-us 10 || exit 1; \
 	done
 
 # The simulator tables of docs/policy.md.

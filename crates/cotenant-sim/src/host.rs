@@ -54,8 +54,11 @@
 //!   runnable threads on that CPU (at least 2), brought up to date at that CPU's ticks,
 //!   wake-ups and departures; the pick is EEVDF among the group entities, then among the
 //!   threads of the group picked. [`Fairness::Threads`]: one level.
-//! - The submitting and control threads of the processes are not simulated threads: the CPU a
-//!   worker is woken from is placed as such a thread waking from a timer would be.
+//! - The control threads of the processes are not simulated threads, nor, by default, their
+//!   submitting threads: the CPU a worker is woken from is placed as such a thread waking from
+//!   a timer would be. With [`HostConfig::submit_ns`] each process has its submitting thread,
+//!   a simulated thread in its group: an arrival wakes it, it runs that long, queues the items
+//!   and wakes the workers from its own CPU (so it reweights its group as it wakes and sleeps).
 //!
 //! **Pools**, as `crates/cotenant/src/pool` builds them (its README, steps P, S, T and W):
 //! `threads` workers indexed from 0, of which those below `target` may run. A task that
@@ -84,7 +87,8 @@
 //! there (`sched_setaffinity`), so holders do not share a CPU while another idles
 //! ([`HostRun::holder_wait_beside_idle_ns`] measures the time they do). Not modelled: the
 //! take-back of a token whose task blocks (simulated tasks never block), the token wait limit,
-//! the workers' brief spin before parking, the submitting thread, system calls, caches, and
+//! the workers' brief spin before parking, the controller's thread (and, unless
+//! [`HostConfig::submit_ns`], the submitting one), system calls, caches, and
 //! the spread of an item's CPU time on a real host (every item costs exactly `service`).
 //!
 //! **Work**: per process, items of `service` CPU time arriving open-loop (Poisson or evenly

@@ -225,6 +225,12 @@ pub struct SchedulerFlag {
     /// earliest eligible virtual deadline first, wake-up placement and load balancing).
     #[arg(long = "scheduler", value_name = "SCHEDULER", value_enum, default_value_t = SchedulerArg::Idealised)]
     pub model: SchedulerArg,
+    /// Simulate each process's submitting thread (the load generator, in the process's cgroup):
+    /// every arrival wakes it, it runs this many microseconds of CPU, then queues the items and
+    /// wakes a worker from its own CPU. 0 (the default): not simulated, items queue themselves.
+    #[arg(long = "submit-us", value_name = "MICROSECONDS", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub submit_us: u32,
 }
 
 /// The scheduler model of `sim neighbours` and `sim validate` (`--scheduler`).

@@ -22,6 +22,14 @@ use crate::worker::SummaryRow;
 use crate::Outcome;
 
 /// What the simulated host is, for reports.
+/// What `--submit-us` adds to the model's description.
+fn submit_text(submit_us: u32) -> String {
+    match submit_us {
+        0 => String::new(),
+        us => format!("; each process's submitting thread simulated, {us} µs of CPU per wake-up"),
+    }
+}
+
 fn model_text(scheduler: SchedulerModel) -> &'static str {
     match scheduler {
         SchedulerModel::Idealised => {
@@ -57,6 +65,8 @@ struct Case {
     warmup_ns: u64,
     seed: u64,
     spare_tokens: u32,
+    /// `HostConfig::submit_ns` (`--submit-us`).
+    submit_ns: u64,
     scheduler: SchedulerModel,
     /// The default pool's workers take CPU leases with their tokens (as the library's do).
     leases: bool,
@@ -121,6 +131,7 @@ fn host_config(case: &Case) -> anyhow::Result<HostConfig> {
         seed: case.seed,
         warmup: case.warmup_ns,
         spare_tokens: case.spare_tokens,
+        submit_ns: case.submit_ns,
         scheduler: case.scheduler,
     };
     config.validate().map_err(|e| {
@@ -222,6 +233,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         warmup_ns: ns(args.warmup),
         seed: args.seed.wrapping_add(u64::from(repeat)),
         spare_tokens: args.spare_tokens,
+        submit_ns: u64::from(args.scheduler.submit_us) * 1000,
         scheduler: scheduler_model(args.scheduler.model),
         leases: !args.no_leases,
     };
@@ -250,7 +262,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         Ok(sim.figures)
     })?;
     outcome.verdicts = verdicts;
-    let model = model_text(scheduler_model(args.scheduler.model));
+    let model = format!("{}{}", model_text(scheduler_model(args.scheduler.model)), submit_text(args.scheduler.submit_us));
     let _ = write!(
         outcome.report,
         "Simulated host: {} CPUs ({model}). Each process: a pool of {} threads and Poisson arrivals of \
@@ -445,6 +457,7 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
         warmup_ns: 0, // the lab keeps every item
         seed,
         spare_tokens: 0,
+        submit_ns: u64::from(args.scheduler.submit_us) * 1000,
         scheduler: scheduler_model(args.scheduler.model),
         leases: true, // as the lab's pools ran
     };
@@ -524,7 +537,7 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
     if total == 0 {
         bail!("{}: no configuration has both ignorant and adaptive or plain", args.real.display());
     }
-    let model = model_text(scheduler_model(args.scheduler.model));
+    let model = format!("{}{}", model_text(scheduler_model(args.scheduler.model)), submit_text(args.scheduler.submit_us));
     let _ = write!(
         outcome.report,
         "Real run: {} ({} CPUs, {} s per run, {} ms items). Simulated: the same configurations, \

@@ -77,6 +77,10 @@ pub(super) struct Process {
     pub(super) last_end: u64,
     pub(super) completed: u64,
     pub(super) targets: Vec<u32>,
+    /// Its submitting thread (`HostConfig::submit_ns`), and the intended arrivals of the items
+    /// it has not queued yet.
+    pub(super) submitter: Option<u32>,
+    pub(super) pending: VecDeque<u64>,
     /// Periods to its next sample (`coast::next_stride`: more than one while it coasts).
     pub(super) stride: u32,
     /// Samples taken.
@@ -125,6 +129,9 @@ impl Sim {
     pub(super) fn note_waiting(&mut self, thread: u32, up: bool) {
         let now = self.now;
         let t = &mut self.threads[thread as usize];
+        if t.submitter {
+            return; // the controller's sample counts its workers' waits only
+        }
         let proc = &mut self.processes[t.process as usize];
         proc.waiting.change(now, up);
         let holder = if up { t.token } else { t.holder_waits };
@@ -143,6 +150,9 @@ impl Sim {
     /// too), or take the first queued task and a token, park without a task, block without a
     /// token, or move to the CPU it leased.
     pub(super) fn claim(&mut self, thread: u32, cpu: u32) -> Claim {
+        if self.threads[thread as usize].submitter {
+            return Claim::Run; // it runs `submit_ns`, set when an arrival woke it
+        }
         if self.threads[thread as usize].item.is_none() {
             if !self.take_item(thread) {
                 return Claim::Park;
@@ -234,12 +244,32 @@ impl Sim {
         self.processes[p].parked.insert(index);
     }
 
-    /// Parked worker `index` of process `p` wakes (without a task: it takes one when it runs).
-    fn wake_worker(&mut self, p: usize, index: u32) {
+    /// Parked worker `index` of process `p` wakes (without a task: it takes one when it runs);
+    /// `waker`: the CPU of the simulated thread that wakes it (see `Sim::wake`).
+    fn wake_worker(&mut self, p: usize, index: u32, waker: Option<u32>) {
         let proc = &mut self.processes[p];
         proc.parked.remove(&index);
         let thread = proc.first + index;
-        self.wake(thread, None);
+        self.wake(thread, waker);
+    }
+
+    /// Process `p`'s submitting thread, done on `cpu`: queues the items that arrived, sleeps,
+    /// then wakes a worker per item from `cpu`, as the library's submit does after its push.
+    fn submitted(&mut self, cpu: u32, thread: u32) {
+        let p = self.threads[thread as usize].process as usize;
+        let proc = &mut self.processes[p];
+        let items = proc.pending.len();
+        proc.queue.extend(proc.pending.drain(..));
+        self.threads[thread as usize].remaining = 0;
+        self.undispatch(cpu);
+        self.threads[thread as usize].state = ThreadState::Parked;
+        let g = self.group_of(thread);
+        self.groups[g].runnable -= 1;
+        self.pick_next(cpu);
+        self.work_arrived(p);
+        for _ in 0..items {
+            self.wake_one_allowed(p, Some(cpu));
+        }
     }
 
     pub(super) fn done(&mut self, cpu: u32, generation: u64) {
@@ -248,6 +278,10 @@ impl Sim {
         }
         self.charge(cpu);
         let thread = self.cpus[cpu as usize].current.expect("a running thread");
+        if self.threads[thread as usize].submitter {
+            self.submitted(cpu, thread);
+            return;
+        }
         let now = self.now;
         let t = &mut self.threads[thread as usize];
         t.remaining = 0;
@@ -304,11 +338,11 @@ impl Sim {
 
     /// Step W of the pool's protocol: a task was queued; wake the lowest-index parked worker
     /// below the target, if any.
-    pub(super) fn wake_one_allowed(&mut self, p: usize) {
+    pub(super) fn wake_one_allowed(&mut self, p: usize, waker: Option<u32>) {
         let proc = &self.processes[p];
         if let Some(&index) = proc.parked.first() {
             if index < proc.state.target() {
-                self.wake_worker(p, index);
+                self.wake_worker(p, index, waker);
             }
         }
     }
@@ -392,7 +426,7 @@ impl Sim {
             let proc = &self.processes[p];
             let woken: Vec<u32> = proc.parked.range(old..new).take(proc.queue.len()).copied().collect();
             for index in woken {
-                self.wake_worker(p, index);
+                self.wake_worker(p, index, None);
             }
         }
     }

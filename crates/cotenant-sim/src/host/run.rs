@@ -47,6 +47,13 @@ pub struct HostConfig {
     pub spare_tokens: u32,
     /// The scheduler model: the idealised one (the default) or Linux's.
     pub scheduler: SchedulerModel,
+    /// CPU time a process's submitting thread takes to queue the items that arrived (ns). With
+    /// it, each process has that thread, a simulated thread of its own in its cgroup, as the
+    /// lab's load generator is: an arrival wakes it (from a timer), it runs this long, then
+    /// queues every item that arrived meanwhile and wakes a worker per item from its own CPU,
+    /// and sleeps. 0: not simulated (items queue themselves as they arrive, and workers are
+    /// woken as from a timer).
+    pub submit_ns: u64,
 }
 
 impl HostConfig {
@@ -208,6 +215,8 @@ pub(super) struct Sim {
     /// `HostRun::holder_wait_beside_idle_ns` so far, and the time it was brought up to.
     beside_idle: u64,
     beside_idle_at: u64,
+    /// `HostConfig::submit_ns`.
+    pub(super) submit_ns: u64,
 }
 
 /// Runs the simulation.
@@ -253,6 +262,7 @@ impl Sim {
                 token: false,
                 lease: None,
                 holder_waits: false,
+                submitter: false,
             }));
             let start = p.policy.fixed_target().map_or(p.threads, |n| n.min(p.threads as usize) as u32);
             // As the library's builder does for a pool with host tokens.
@@ -283,7 +293,27 @@ impl Sim {
                 samples: 0,
                 idle_periods: 0,
                 next_control: 0,
+                submitter: None,
+                pending: VecDeque::new(),
             });
+        }
+        // The submitting threads after every worker, so that each pool's workers keep their
+        // consecutive indices.
+        if config.submit_ns > 0 {
+            for (i, process) in processes.iter_mut().enumerate() {
+                process.submitter = Some(threads.len() as u32);
+                threads.push(Thread {
+                    process: i as u32,
+                    state: ThreadState::Parked,
+                    vruntime: 0,
+                    remaining: 0,
+                    item: None,
+                    token: false,
+                    lease: None,
+                    holder_waits: false,
+                    submitter: true,
+                });
+            }
         }
         let groups = match config.fairness {
             Fairness::Threads => 1,
@@ -319,6 +349,7 @@ impl Sim {
             holders_waiting: 0,
             beside_idle: 0,
             beside_idle_at: 0,
+            submit_ns: config.submit_ns,
         };
         let mut controller_phases = SplitMix64::stream(config.seed, u64::MAX - 1);
         for p in 0..sim.processes.len() {

@@ -83,6 +83,8 @@ pub(super) struct Thread {
     pub(super) lease: Option<u32>,
     /// Counted among the token holders waiting for a CPU (`Sim::note_waiting`).
     pub(super) holder_waits: bool,
+    /// The process's submitting thread (`HostConfig::submit_ns`), not a worker of its pool.
+    pub(super) submitter: bool,
 }
 
 /// A competitor at the upper level: a process (`Fairness::Processes`) or the whole host.

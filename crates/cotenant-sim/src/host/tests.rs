@@ -20,6 +20,7 @@ fn host(cpus: u32, fairness: Fairness, processes: Vec<ProcessConfig>, duration: 
         seed: 1,
         warmup: 0,
         spare_tokens: 0,
+        submit_ns: 0,
         scheduler: SchedulerModel::Idealised,
     }
 }
@@ -241,4 +242,49 @@ fn a_controller_samples_every_period_under_contention_coasts_alone_and_naps_when
     assert_eq!(p.completed, 20);
     assert!(p.samples <= 20 * 14, "napping between items: {} samples", p.samples);
     assert_eq!(worst(&idle), 5 * MS, "an item that wakes a napping controller runs at once");
+}
+
+#[test]
+fn a_submitting_thread_queues_each_item_after_its_own_cpu_time() {
+    for scheduler in [SchedulerModel::Idealised, SchedulerModel::Linux] {
+        let p = process(Policy::fixed(1), 1, 50.0, 5 * MS, Arrivals::Uniform);
+        let config =
+            HostConfig { submit_ns: 10_000, scheduler, ..host(1, Fairness::Threads, vec![p], 1_000 * MS) };
+        let run = simulate(&config).unwrap();
+        let only = &run.processes[0];
+        assert_eq!((only.offered, only.completed), (50, 50), "{scheduler:?}");
+        // Alone on its CPU: the submitting thread runs 10 µs, then the worker the item's 5 ms.
+        assert!(only.service.iter().all(|&s| s == 5 * MS), "{scheduler:?}");
+        assert!(
+            only.end_to_end.iter().all(|&s| s == 5 * MS + 10_000),
+            "{scheduler:?}: {:?}",
+            &only.end_to_end[..3]
+        );
+        assert_eq!(
+            only.cpu_ns,
+            50 * (5 * MS + 10_000),
+            "{scheduler:?}: the process's CPU time counts the submits"
+        );
+    }
+}
+
+#[test]
+fn with_submitting_threads_every_item_runs_once() {
+    for scheduler in [SchedulerModel::Idealised, SchedulerModel::Linux] {
+        for fairness in [Fairness::Threads, Fairness::Processes] {
+            for policy in [Policy::fixed(4), Policy::adaptive()] {
+                let config =
+                    HostConfig { submit_ns: 20_000, scheduler, ..figure_7(4, 3, &policy, 1.5, fairness) };
+                let run = simulate(&config).unwrap();
+                for p in &run.processes {
+                    let label = format!("{scheduler:?} {fairness:?} {policy}");
+                    assert_eq!(p.offered, p.completed, "{label}");
+                    // Each submit queues at least one item: between 0 and one submit per item.
+                    assert!(p.cpu_ns >= p.completed * 5 * MS, "{label}");
+                    assert!(p.cpu_ns <= p.completed * (5 * MS + 20_000), "{label}");
+                    assert!(p.service.iter().all(|&s| s >= 5 * MS), "{label}");
+                }
+            }
+        }
+    }
 }

@@ -43,7 +43,10 @@ impl Sim {
         let p = p as usize;
         let now = self.now;
         let proc = &mut self.processes[p];
-        proc.queue.push_back(proc.next_arrival);
+        match proc.submitter {
+            Some(_) => proc.pending.push_back(proc.next_arrival),
+            None => proc.queue.push_back(proc.next_arrival),
+        }
         proc.offered += 1;
         self.outstanding += 1;
         let gap = 1e9 / proc.config.rate;
@@ -56,7 +59,16 @@ impl Sim {
             proc.next_arrival = at;
             self.push(at, Event::Arrival(p as u32));
         }
+        if let Some(submitter) = self.processes[p].submitter {
+            // Its submitting thread queues the item (`Sim::submitted`); it wakes from its timer
+            // unless it is already awake, and then takes this item along.
+            if self.threads[submitter as usize].state == super::sched::ThreadState::Parked {
+                self.threads[submitter as usize].remaining = self.submit_ns;
+                self.wake(submitter, None);
+            }
+            return;
+        }
         self.work_arrived(p);
-        self.wake_one_allowed(p);
+        self.wake_one_allowed(p, None);
     }
 }

@@ -177,6 +177,7 @@ fn quiet_host(cpus: u32, pools: &[u32]) -> HostConfig {
         seed: 1,
         warmup: 0,
         spare_tokens: 0,
+        submit_ns: 0,
         scheduler: SchedulerModel::Linux,
     }
 }
@@ -297,6 +298,7 @@ fn shared_host(
         seed: 1,
         warmup: 0,
         spare_tokens: 0,
+        submit_ns: 0,
         scheduler: SchedulerModel::Linux,
     }
 }
