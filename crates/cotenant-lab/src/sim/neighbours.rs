@@ -21,7 +21,6 @@ use crate::neighbours::{aggregate, charts, figures_of, table, Aggregate, Key, Pl
 use crate::worker::SummaryRow;
 use crate::Outcome;
 
-/// What the simulated host is, for reports.
 /// What `--submit-us` adds to the model's description.
 fn submit_text(submit_us: u32) -> String {
     match submit_us {
@@ -30,6 +29,7 @@ fn submit_text(submit_us: u32) -> String {
     }
 }
 
+/// What the simulated host is, for reports.
 fn model_text(scheduler: SchedulerModel) -> &'static str {
     match scheduler {
         SchedulerModel::Idealised => {
@@ -262,7 +262,11 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         Ok(sim.figures)
     })?;
     outcome.verdicts = verdicts;
-    let model = format!("{}{}", model_text(scheduler_model(args.scheduler.model)), submit_text(args.scheduler.submit_us));
+    let model = format!(
+        "{}{}",
+        model_text(scheduler_model(args.scheduler.model)),
+        submit_text(args.scheduler.submit_us)
+    );
     let _ = write!(
         outcome.report,
         "Simulated host: {} CPUs ({model}). Each process: a pool of {} threads and Poisson arrivals of \
@@ -537,7 +541,11 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
     if total == 0 {
         bail!("{}: no configuration has both ignorant and adaptive or plain", args.real.display());
     }
-    let model = format!("{}{}", model_text(scheduler_model(args.scheduler.model)), submit_text(args.scheduler.submit_us));
+    let model = format!(
+        "{}{}",
+        model_text(scheduler_model(args.scheduler.model)),
+        submit_text(args.scheduler.submit_us)
+    );
     let _ = write!(
         outcome.report,
         "Real run: {} ({} CPUs, {} s per run, {} ms items). Simulated: the same configurations, \

@@ -52,7 +52,10 @@ pub struct HostConfig {
     /// lab's load generator is: an arrival wakes it (from a timer), it runs this long, then
     /// queues every item that arrived meanwhile and wakes a worker per item from its own CPU,
     /// and sleeps. 0: not simulated (items queue themselves as they arrive, and workers are
-    /// woken as from a timer).
+    /// woken as from a timer). Modelled simply: one `submit_ns` per wake-up however many items
+    /// it queues; it sleeps before its wake-ups take effect (its CPU may look idle to them);
+    /// the controller's sample counts its CPU time in the workers' (no policy reads that) and
+    /// its waits in nobody's.
     pub submit_ns: u64,
 }
 
@@ -88,7 +91,8 @@ impl HostConfig {
             }
             p.policy.validate().map_err(|e| format!("process {i}: {e}"))?;
         }
-        let threads: u64 = self.processes.iter().map(|p| u64::from(p.threads)).sum();
+        let submitters = if self.submit_ns > 0 { self.processes.len() as u64 } else { 0 };
+        let threads: u64 = self.processes.iter().map(|p| u64::from(p.threads)).sum::<u64>() + submitters;
         if threads > 1 << 22 {
             return Err(format!("{threads} threads in all: at most 4194304"));
         }

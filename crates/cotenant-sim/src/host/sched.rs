@@ -363,8 +363,9 @@ impl Sim {
 
     /// `thread`, parked, becomes runnable: on an idle CPU at once, or queued, maybe
     /// preempting a running thread. `waker`: the CPU of the simulated thread that wakes it (a
-    /// token handed over), or `None` for the process's own submitting or control thread, which
-    /// the model does not run; only the Linux model's placement looks at it.
+    /// token handed over, a simulated submitting thread), or `None` for a timer: the process's
+    /// control thread, or its submitting thread when the model does not run it, or a simulated
+    /// submitting thread waking itself; only the Linux model's placement looks at it.
     pub(super) fn wake(&mut self, thread: u32, waker: Option<u32>) {
         if self.linux_model() {
             self.lx_wake(thread, waker);

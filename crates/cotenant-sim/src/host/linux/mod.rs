@@ -101,8 +101,9 @@ pub(super) struct State {
     total_load: u64,
     /// Runnable threads per process, over all CPUs (the group's load in `calc_group_shares`).
     proc_runnable: Vec<u32>,
-    /// Per process, the CPU its submitting and control threads last ran on (not simulated
-    /// threads: only their placement is modelled, see `placement.rs`).
+    /// Per process, the CPU its control thread (and its submitting thread, unless that is
+    /// simulated: `HostConfig::submit_ns`) last ran on: only their placement is modelled, see
+    /// `placement.rs`.
     submitter: Vec<u32>,
     /// The last `Task::order` handed out.
     order: u64,
@@ -306,6 +307,9 @@ impl Sim {
         let process = self.linux.tasks[thread as usize].process;
         let waker = match waker {
             Some(cpu) => cpu,
+            // A simulated submitting thread wakes from its timer, which fires on the CPU it
+            // slept on: the waker is its own previous CPU (no `wake_affine` choice to make).
+            None if self.threads[thread as usize].submitter => self.linux.tasks[thread as usize].cpu,
             None => self.lx_submitter_cpu(process),
         };
         let cpu = self.lx_select_cpu(thread, waker);

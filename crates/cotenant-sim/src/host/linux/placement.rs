@@ -16,11 +16,12 @@
 //! Not modelled: `wake_wide` (a waker that wakes many threads still wakes affine here: each
 //! worker is woken by few), SMT cores, asymmetric capacities, synchronous wake-ups.
 //!
-//! The wakers: a token hand-over wakes from the CPU of the thread that handed it. The
-//! process's submitting and control threads are not simulated threads; the CPU they wake from
-//! is placed as a thread waking from a timer on its previous CPU would be (that CPU or an
-//! idle one within the scan), and counts as idle when no simulated thread runs there (the
-//! waker sleeps again at once).
+//! The wakers: a token hand-over wakes from the CPU of the thread that handed it, and so does
+//! a simulated submitting thread (`HostConfig::submit_ns`), which itself wakes from its timer
+//! on its previous CPU. The process's control thread, and its submitting thread when that is
+//! not simulated, are not simulated threads; the CPU they wake from is placed as a thread
+//! waking from a timer on its previous CPU would be (that CPU or an idle one within the scan),
+//! and counts as idle when no simulated thread runs there (the waker sleeps again at once).
 
 use std::collections::BTreeSet;
 
@@ -114,8 +115,9 @@ impl Sim {
         scan_idle(&lx.idle, lx.ncpus, target, lx.nr_idle_scan).unwrap_or(target)
     }
 
-    /// The CPU process `process`'s submitting (or control) thread wakes a worker from: where
-    /// it lands as it wakes from its timer on its previous CPU.
+    /// The CPU process `process`'s control thread (or its submitting thread, when that is not
+    /// simulated) wakes a worker from: where it lands as it wakes from its timer on its
+    /// previous CPU.
     pub(super) fn lx_submitter_cpu(&mut self, process: u32) -> u32 {
         let prev = self.linux.submitter[process as usize];
         let cpu = self.lx_select_idle_sibling(None, prev, prev);

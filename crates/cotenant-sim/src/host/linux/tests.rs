@@ -415,3 +415,22 @@ fn the_idealised_model_never_leaves_a_holder_waiting_beside_an_idle_cpu() {
         assert_eq!(simulate(&config).unwrap().holder_wait_beside_idle_ns, 0);
     }
 }
+
+#[test]
+fn the_default_pool_with_submitting_threads_runs_every_item_with_tokens_and_leases() {
+    // The setting `sim validate --submit-us` runs: default pools (tokens, leases), the Linux
+    // model, both cgroup settings; `finish` checks the tokens add up.
+    for fairness in [Fairness::Threads, Fairness::Processes] {
+        for cpus in [2, 4] {
+            let config = HostConfig {
+                submit_ns: 10_000,
+                ..shared_host(cpus, 2, &Policy::adaptive(), 1.0, fairness, true, true, 2_000 * MS)
+            };
+            let run = simulate(&config).unwrap();
+            for p in &run.processes {
+                assert_eq!(p.offered, p.completed, "{fairness:?}, {cpus} CPUs");
+                assert!(p.service.iter().all(|&s| s >= 5 * MS), "{fairness:?}, {cpus} CPUs");
+            }
+        }
+    }
+}
