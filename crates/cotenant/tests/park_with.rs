@@ -20,6 +20,15 @@ use cotenant::{Policy, Pool, Woken};
 /// Only a guard against a hang: every wait here ends long before it.
 const GUARD: Duration = Duration::from_secs(60);
 
+/// Waits until `done` holds (a state, whatever the timing), failing with `what` after `GUARD`.
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + GUARD;
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn builder(workers: usize) -> cotenant::Builder {
     Pool::builder().name("park-with").policy(Policy::fixed(workers)).host_tokens_off()
 }
@@ -182,11 +191,7 @@ fn only_one_allowed_worker_is_in_the_hook_at_a_time() {
         }
         // Idle again, an allowed worker is in the hook once it has spun (a wait for a state,
         // not a timing assertion).
-        let deadline = std::time::Instant::now() + GUARD;
-        while inside.load(Ordering::SeqCst) == 0 {
-            assert!(std::time::Instant::now() < deadline, "no idle worker entered the hook");
-            thread::sleep(Duration::from_millis(1));
-        }
+        wait_for("no idle worker entered the hook", || inside.load(Ordering::SeqCst) != 0);
     }
     pool.shutdown();
     assert_eq!(most.load(Ordering::SeqCst), 1, "at most one worker in the hook at once");
@@ -225,20 +230,14 @@ fn a_hook_that_returns_early_is_called_again_and_one_that_panics_is_not() {
         }
         // The early hook's worker goes to sleep through it again each time it is idle (a wait
         // for a state), and the next task still wakes it.
-        let deadline = std::time::Instant::now() + GUARD;
-        while early_calls.load(Ordering::SeqCst) == previous_early {
-            assert!(std::time::Instant::now() < deadline, "the idle worker never called the hook");
-            thread::sleep(Duration::from_millis(1));
-        }
+        wait_for("the idle worker never called the hook", || {
+            early_calls.load(Ordering::SeqCst) != previous_early
+        });
         previous_early = early_calls.load(Ordering::SeqCst);
     }
     // The panicking hook ran once, when its worker first went idle, and never again; its
     // worker still ran every task, sleeping without it.
-    let deadline = std::time::Instant::now() + GUARD;
-    while panicked_calls.load(Ordering::SeqCst) == 0 {
-        assert!(std::time::Instant::now() < deadline, "the idle worker never called the hook");
-        thread::sleep(Duration::from_millis(1));
-    }
+    wait_for("the idle worker never called the hook", || panicked_calls.load(Ordering::SeqCst) != 0);
     early.shutdown();
     panicking.shutdown();
     assert_eq!(panicked_calls.load(Ordering::SeqCst), 1);

@@ -220,6 +220,38 @@ mod tests {
             .expect("a one-worker pool")
     }
 
+    /// What a future on `pool` reads from one connection to a tokio listener of `handle`'s
+    /// runtime, to which a std client writes `message` and closes.
+    fn one_connection(pool: &Pool, handle: &Handle, message: &[u8]) -> Vec<u8> {
+        // A listener accepting from a future on the pool: its new sockets are created inside
+        // the poll, which is what needs the handle entered.
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let addr = std_listener.local_addr().unwrap();
+        let listener = {
+            let _entered = handle.enter();
+            tokio::net::TcpListener::from_std(std_listener).unwrap()
+        };
+        let server = spawn(pool, handle, async move {
+            let (stream, _) = listener.accept().await?;
+            let mut received = Vec::new();
+            let mut buf = [0u8; 16];
+            loop {
+                stream.readable().await?;
+                match stream.try_read(&mut buf) {
+                    Ok(0) => return Ok::<_, io::Error>(received), // the client closed its side
+                    Ok(n) => received.extend_from_slice(&buf[..n]),
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(error) => return Err(error),
+                }
+            }
+        });
+        let mut client = std::net::TcpStream::connect(addr).unwrap();
+        client.write_all(message).unwrap();
+        drop(client);
+        server.join_timeout(GUARD).expect("the server future finished").unwrap()
+    }
+
     #[test]
     fn a_tokio_timer_fires_for_a_future_on_the_pool() {
         let driver = IoDriver::start().unwrap();
@@ -235,33 +267,7 @@ mod tests {
     fn a_tokio_listener_accepts_and_reads_on_the_pool() {
         let driver = IoDriver::start().unwrap();
         let pool = pool();
-        // A listener accepting from a future on the pool: its new sockets are created inside
-        // the poll, which is what needs the handle entered.
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        std_listener.set_nonblocking(true).unwrap();
-        let addr = std_listener.local_addr().unwrap();
-        let listener = {
-            let _entered = driver.handle().enter();
-            tokio::net::TcpListener::from_std(std_listener).unwrap()
-        };
-        let server = spawn(&pool, driver.handle(), async move {
-            let (stream, _) = listener.accept().await?;
-            let mut received = Vec::new();
-            let mut buf = [0u8; 16];
-            loop {
-                stream.readable().await?;
-                match stream.try_read(&mut buf) {
-                    Ok(0) => return Ok::<_, io::Error>(received), // the client closed its side
-                    Ok(n) => received.extend_from_slice(&buf[..n]),
-                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(error) => return Err(error),
-                }
-            }
-        });
-        let mut client = std::net::TcpStream::connect(addr).unwrap();
-        client.write_all(b"hello from std").unwrap();
-        drop(client);
-        let received = server.join_timeout(GUARD).expect("the server future finished").unwrap();
+        let received = one_connection(&pool, driver.handle(), b"hello from std");
         assert_eq!(received, b"hello from std");
     }
 
@@ -281,31 +287,7 @@ mod tests {
             });
             assert_eq!(task.join_timeout(GUARD).expect("the timer woke the future"), "woken by the timer");
         }
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        std_listener.set_nonblocking(true).unwrap();
-        let addr = std_listener.local_addr().unwrap();
-        let listener = {
-            let _entered = reactor.handle().enter();
-            tokio::net::TcpListener::from_std(std_listener).unwrap()
-        };
-        let server = spawn(&pool, reactor.handle(), async move {
-            let (stream, _) = listener.accept().await?;
-            let mut received = Vec::new();
-            let mut buf = [0u8; 16];
-            loop {
-                stream.readable().await?;
-                match stream.try_read(&mut buf) {
-                    Ok(0) => return Ok::<_, io::Error>(received),
-                    Ok(n) => received.extend_from_slice(&buf[..n]),
-                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(error) => return Err(error),
-                }
-            }
-        });
-        let mut client = std::net::TcpStream::connect(addr).unwrap();
-        client.write_all(b"hello, workers").unwrap();
-        drop(client);
-        let received = server.join_timeout(GUARD).expect("the server future finished").unwrap();
+        let received = one_connection(&pool, reactor.handle(), b"hello, workers");
         assert_eq!(received, b"hello, workers");
         pool.shutdown();
     }

@@ -10,7 +10,7 @@ use crate::rng::SplitMix64;
 
 use super::linux;
 use super::pool::{Level, Process};
-use super::sched::{Cpu, Fairness, Group, SchedParams, SchedulerModel, Thread, ThreadState};
+use super::sched::{Cpu, Fairness, Group, SchedParams, SchedulerModel, Thread};
 use super::workload::{Arrivals, ProcessConfig};
 
 /// The most CPUs a simulation takes.
@@ -257,17 +257,7 @@ impl Sim {
         for (i, p) in config.processes.iter().enumerate() {
             let i = i as u32;
             let first = threads.len() as u32;
-            threads.extend((0..p.threads).map(|_| Thread {
-                process: i,
-                state: ThreadState::Parked,
-                vruntime: 0,
-                remaining: 0,
-                item: None,
-                token: false,
-                lease: None,
-                holder_waits: false,
-                submitter: false,
-            }));
+            threads.extend((0..p.threads).map(|_| Thread::parked(i, false)));
             let start = p.policy.fixed_target().map_or(p.threads, |n| n.min(p.threads as usize) as u32);
             // As the library's builder does for a pool with host tokens.
             let mut process = p.clone();
@@ -306,17 +296,7 @@ impl Sim {
         if config.submit_ns > 0 {
             for (i, process) in processes.iter_mut().enumerate() {
                 process.submitter = Some(threads.len() as u32);
-                threads.push(Thread {
-                    process: i as u32,
-                    state: ThreadState::Parked,
-                    vruntime: 0,
-                    remaining: 0,
-                    item: None,
-                    token: false,
-                    lease: None,
-                    holder_waits: false,
-                    submitter: true,
-                });
+                threads.push(Thread::parked(i as u32, true));
             }
         }
         let groups = match config.fairness {

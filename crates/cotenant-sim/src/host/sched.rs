@@ -87,6 +87,23 @@ pub(super) struct Thread {
     pub(super) submitter: bool,
 }
 
+impl Thread {
+    /// A parked thread of process `process`: a worker of its pool, or its submitting thread.
+    pub(super) fn parked(process: u32, submitter: bool) -> Thread {
+        Thread {
+            process,
+            state: ThreadState::Parked,
+            vruntime: 0,
+            remaining: 0,
+            item: None,
+            token: false,
+            lease: None,
+            holder_waits: false,
+            submitter,
+        }
+    }
+}
+
 /// A competitor at the upper level: a process (`Fairness::Processes`) or the whole host.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Group {
