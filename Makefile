@@ -104,7 +104,8 @@ bench-pool:
 
 # The simulator against the committed real runs (docs/results/sim-validation-2cpu/: lab
 # neighbours on a 2-CPU VM, P = 2 and 3, both settings, 70-150 % load), with each scheduler
-# model, and the Linux model with each process's submitting thread (10 µs per wake-up, as traced):
+# model (the Linux one with the rules traced on 6.18: docs/results/sim-validation-2cpu-exact-cpu/trace-s25/),
+# and the Linux model with each process's submitting thread (10 µs per wake-up, as traced):
 # every ignorant/pool ratio, real against simulated (median of 5 seeds).
 sim-validate:
 	$(CARGO) build --release --locked -p cotenant-cli

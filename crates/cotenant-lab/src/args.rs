@@ -14,8 +14,8 @@ pub use lab_command::{
     PoolsFlag, ProcessesFlag, QuotaArgs, RuntimesArgs, ServiceFlag, SettingFlag, SpinArgs, ThrottlingArgs,
 };
 pub use sim::{
-    SchedulerArg, SchedulerFlag, SimArgs, SimBandwidthArgs, SimCommand, SimNeighboursArgs, SimTable2Args,
-    SimValidateArgs, SimVariant, SimWorkloadArgs,
+    RunningReweightArg, SchedulerArg, SchedulerFlag, SimArgs, SimBandwidthArgs, SimCommand,
+    SimNeighboursArgs, SimTable2Args, SimValidateArgs, SimVariant, SimWorkloadArgs,
 };
 
 /// What the experiments read: the flags of the chosen experiment's subcommand

@@ -32,12 +32,12 @@
 //! rule names the function of kernel/sched/fair.c it models). Every CPU has its own run queue.
 //! - **EEVDF**: a CPU runs the *eligible* entity (`vruntime` at most the queue's weighted
 //!   average `V`: it has not had more than its share) with the earliest virtual deadline
-//!   (`vruntime` + base slice / weight; the base slice is `min_granularity`, 0.75 ms scaled as
-//!   above). At a tick, a thread whose `vruntime` has passed its deadline gets a new one and
+//!   (`vruntime` + base slice / weight; the base slice is 0.7 ms scaled as above, as measured
+//!   on Linux 6.18: [`SchedParams::base_slice`]). At a tick, a thread whose `vruntime` has passed its deadline gets a new one and
 //!   the CPU reschedules; until then (`RUN_TO_PARITY`) it keeps the CPU while eligible, so a
 //!   5 ms item runs in slices of whole ticks when others wait.
 //! - **Wake-ups**: a woken thread keeps the lag it had when it slept (`V - vruntime`, clamped
-//!   to two slices, not decayed however long it slept) and is placed at `V` minus that lag,
+//!   to a slice plus a tick as measured on 6.18, not decayed however long it slept) and is placed at `V` minus that lag,
 //!   scaled for its own weight, with a fresh deadline; it preempts the running thread only if
 //!   the EEVDF pick, the running thread's protection included, now prefers it. Its CPU:
 //!   `wake_affine` between the waker's CPU and its previous one, then the first idle of that
@@ -53,7 +53,12 @@
 //!   group entity, whose weight is the process's (1024) times its share of the process's
 //!   runnable threads on that CPU (at least 2), brought up to date at that CPU's ticks,
 //!   wake-ups and departures; the pick is EEVDF among the group entities, then among the
-//!   threads of the group picked. [`Fairness::Threads`]: one level.
+//!   threads of the group picked. A waiting group entity whose weight changes keeps its real
+//!   lag; the *running* one is reweighted as Linux 6.18 was traced doing it
+//!   ([`RunningReweight::AsMeasured`]: at each change its lag comes out 1.2-1.3 times what
+//!   keeping it would give, so a
+//!   group whose threads wake and sleep while it runs keeps the CPU from the other groups
+//!   there for tens of milliseconds). [`Fairness::Threads`]: one level.
 //! - The control threads of the processes are not simulated threads, nor, by default, their
 //!   submitting threads: the CPU a worker is woken from is placed as such a thread waking from
 //!   a timer would be. With [`HostConfig::submit_ns`] each process has its submitting thread,
@@ -115,6 +120,7 @@ mod run;
 mod sched;
 mod workload;
 
+pub use linux::RunningReweight;
 pub use run::{quantile, simulate, HostConfig, HostRun, ProcessRun};
 pub use sched::{Fairness, SchedParams, SchedulerModel};
 pub use workload::{Arrivals, ProcessConfig};

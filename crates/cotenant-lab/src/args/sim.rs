@@ -231,6 +231,22 @@ pub struct SchedulerFlag {
     #[arg(long = "submit-us", value_name = "MICROSECONDS", default_value_t = 0,
           value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub submit_us: u32,
+    /// How the Linux model reweights a CPU's running group entity when its share changes (its
+    /// threads waking or sleeping there): `as-measured` (Linux 6.18 as traced on a real host:
+    /// each such reweight grows the running group's lead, so a neighbour group on that CPU can
+    /// wait tens of milliseconds) or `lag-conserving` (its lead kept, as the kernel does for a
+    /// waiting group and as it is meant to for the running one).
+    #[arg(long = "running-reweight", value_name = "RULE", value_enum, default_value_t = RunningReweightArg::AsMeasured)]
+    pub running_reweight: RunningReweightArg,
+}
+
+/// `--running-reweight` of `sim neighbours` and `sim validate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunningReweightArg {
+    /// As traced on Linux 6.18: the running entity's weight counted twice where it is placed.
+    AsMeasured,
+    /// The running entity's lag kept, as for a waiting one.
+    LagConserving,
 }
 
 /// The scheduler model of `sim neighbours` and `sim validate` (`--scheduler`).

@@ -11,21 +11,47 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use cotenant::Policy;
 use cotenant_sim::host::{
-    self, quantile, Arrivals, Fairness, HostConfig, ProcessConfig, SchedParams, SchedulerModel,
+    self, quantile, Arrivals, Fairness, HostConfig, ProcessConfig, RunningReweight, SchedParams,
+    SchedulerModel,
 };
 use serde_json::json;
 
 use super::ns;
-use crate::args::{PoolKind, SchedulerArg, SettingArg, SimNeighboursArgs, SimValidateArgs};
+use crate::args::{
+    PoolKind, RunningReweightArg, SchedulerArg, SchedulerFlag, SettingArg, SimNeighboursArgs, SimValidateArgs,
+};
 use crate::neighbours::{aggregate, charts, figures_of, table, Aggregate, Key, Plan, RunFigures, Setting};
 use crate::worker::SummaryRow;
 use crate::Outcome;
 
-/// What `--submit-us` adds to the model's description.
-fn submit_text(submit_us: u32) -> String {
-    match submit_us {
-        0 => String::new(),
-        us => format!("; each process's submitting thread simulated, {us} µs of CPU per wake-up"),
+/// The simulated host's scheduler as `--scheduler`, `--submit-us` and `--running-reweight`
+/// make it, for reports.
+fn model_description(flag: &SchedulerFlag) -> String {
+    let model = scheduler_model(flag.model);
+    let mut text = model_text(model).to_string();
+    if model == SchedulerModel::Linux {
+        text.push_str(match flag.running_reweight {
+            RunningReweightArg::AsMeasured => {
+                "; a running group entity reweighted as traced on 6.18 (its lead grows)"
+            }
+            RunningReweightArg::LagConserving => "; a running group entity reweighted keeping its lead",
+        });
+    }
+    if flag.submit_us > 0 {
+        let _ = write!(
+            text,
+            "; each process's submitting thread simulated, {} µs of CPU per wake-up",
+            flag.submit_us
+        );
+    }
+    text
+}
+
+/// The library's rule for `--running-reweight`.
+fn running_reweight(arg: RunningReweightArg) -> RunningReweight {
+    match arg {
+        RunningReweightArg::AsMeasured => RunningReweight::AsMeasured,
+        RunningReweightArg::LagConserving => RunningReweight::LagConserving,
     }
 }
 
@@ -37,9 +63,9 @@ fn model_text(scheduler: SchedulerModel) -> &'static str {
              equal-weight groups; Linux's default constants; ticks at 250 Hz"
         }
         SchedulerModel::Linux => {
-            "Linux 6.6 and later: a run queue per CPU, earliest eligible virtual deadline first, \
-             run to parity, wake-up placement, newly-idle and periodic load balancing, per-CPU \
-             group shares; Linux's default constants; ticks at 250 Hz"
+            "Linux 6.6 and later, constants and lag clamp as measured on 6.18: a run queue per \
+             CPU, earliest eligible virtual deadline first, run to parity, wake-up placement, \
+             newly-idle and periodic load balancing, per-CPU group shares; ticks at 250 Hz"
         }
     }
 }
@@ -68,6 +94,8 @@ struct Case {
     /// `HostConfig::submit_ns` (`--submit-us`).
     submit_ns: u64,
     scheduler: SchedulerModel,
+    /// `HostConfig::running_reweight` (`--running-reweight`).
+    running_reweight: RunningReweight,
     /// The default pool's workers take CPU leases with their tokens (as the library's do).
     leases: bool,
 }
@@ -133,6 +161,7 @@ fn host_config(case: &Case) -> anyhow::Result<HostConfig> {
         spare_tokens: case.spare_tokens,
         submit_ns: case.submit_ns,
         scheduler: case.scheduler,
+        running_reweight: case.running_reweight,
     };
     config.validate().map_err(|e| {
         anyhow::anyhow!(
@@ -235,6 +264,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         spare_tokens: args.spare_tokens,
         submit_ns: u64::from(args.scheduler.submit_us) * 1000,
         scheduler: scheduler_model(args.scheduler.model),
+        running_reweight: running_reweight(args.scheduler.running_reweight),
         leases: !args.no_leases,
     };
     // Every configuration is checked before the first runs.
@@ -262,11 +292,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         Ok(sim.figures)
     })?;
     outcome.verdicts = verdicts;
-    let model = format!(
-        "{}{}",
-        model_text(scheduler_model(args.scheduler.model)),
-        submit_text(args.scheduler.submit_us)
-    );
+    let model = model_description(&args.scheduler);
     let _ = write!(
         outcome.report,
         "Simulated host: {} CPUs ({model}). Each process: a pool of {} threads and Poisson arrivals of \
@@ -463,6 +489,7 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
         spare_tokens: 0,
         submit_ns: u64::from(args.scheduler.submit_us) * 1000,
         scheduler: scheduler_model(args.scheduler.model),
+        running_reweight: running_reweight(args.scheduler.running_reweight),
         leases: true, // as the lab's pools ran
     };
     for cell in &real.cells {
@@ -541,11 +568,7 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
     if total == 0 {
         bail!("{}: no configuration has both ignorant and adaptive or plain", args.real.display());
     }
-    let model = format!(
-        "{}{}",
-        model_text(scheduler_model(args.scheduler.model)),
-        submit_text(args.scheduler.submit_us)
-    );
+    let model = model_description(&args.scheduler);
     let _ = write!(
         outcome.report,
         "Real run: {} ({} CPUs, {} s per run, {} ms items). Simulated: the same configurations, \

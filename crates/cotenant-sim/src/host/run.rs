@@ -9,6 +9,7 @@ use cotenant::policy::PolicyState;
 use crate::rng::SplitMix64;
 
 use super::linux;
+use super::linux::RunningReweight;
 use super::pool::{Level, Process};
 use super::sched::{Cpu, Fairness, Group, SchedParams, SchedulerModel, Thread};
 use super::workload::{Arrivals, ProcessConfig};
@@ -57,6 +58,10 @@ pub struct HostConfig {
     /// the controller's sample counts its CPU time in the workers' (no policy reads that) and
     /// its waits in nobody's.
     pub submit_ns: u64,
+    /// The Linux model's rule for reweighting a queue's running entity (a group entity whose
+    /// share changes as its threads wake and sleep): as measured on Linux 6.18 (the default),
+    /// or keeping its lag. The idealised model ignores it.
+    pub running_reweight: RunningReweight,
 }
 
 impl HostConfig {
@@ -74,6 +79,7 @@ impl HostConfig {
             ("tick", self.sched.tick),
             ("latency", self.sched.latency),
             ("min_granularity", self.sched.min_granularity),
+            ("base_slice", self.sched.base_slice),
         ] {
             if value == 0 {
                 return Err(format!("{name} must be positive"));

@@ -21,6 +21,7 @@ fn host(cpus: u32, fairness: Fairness, processes: Vec<ProcessConfig>, duration: 
         warmup: 0,
         spare_tokens: 0,
         submit_ns: 0,
+        running_reweight: Default::default(),
         scheduler: SchedulerModel::Idealised,
     }
 }

@@ -30,8 +30,9 @@ impl Sim {
         if lx.groups {
             let ge = lx.group_entity(process, cpu);
             let shares = group_shares(NICE_0, lx.queues[q].nr, lx.proc_runnable[process as usize]);
+            let rule = lx.lag_rule();
             let root = &mut lx.queues[cpu as usize];
-            root.reweight(&mut lx.ents, ge, shares);
+            root.reweight(&mut lx.ents, ge, shares, rule);
             if !lx.ents[ge as usize].on_rq {
                 root.place(&mut lx.ents, ge, slice);
             }
@@ -60,11 +61,12 @@ impl Sim {
             let ge = lx.group_entity(process, cpu);
             let left = lx.queues[q].nr;
             let total = lx.proc_runnable[process as usize];
+            let rule = lx.lag_rule();
             let root = &mut lx.queues[cpu as usize];
             if left == 0 {
                 root.dequeue(&mut lx.ents, ge, slice, tick);
             } else {
-                root.reweight(&mut lx.ents, ge, group_shares(NICE_0, left, total));
+                root.reweight(&mut lx.ents, ge, group_shares(NICE_0, left, total), rule);
             }
         }
         lx.refresh_cpu(cpu);
@@ -160,7 +162,8 @@ impl Sim {
         }
         let shares = group_shares(NICE_0, here, lx.proc_runnable[process as usize]);
         let ge = lx.group_entity(process, cpu);
-        lx.queues[cpu as usize].reweight(&mut lx.ents, ge, shares);
+        let rule = lx.lag_rule();
+        lx.queues[cpu as usize].reweight(&mut lx.ents, ge, shares, rule);
         lx.refresh_cpu(cpu);
     }
 

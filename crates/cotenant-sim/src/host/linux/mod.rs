@@ -1,7 +1,9 @@
 //! The Linux scheduler model (the parent module's **Scheduler (Linux)**): CFS as Linux 6.6 and
 //! later run it, with EEVDF, per-CPU run queues, wake-up placement and load balancing, behind
 //! the same entry points as the idealised model (`host/sched.rs` hands over to the `lx_*`
-//! methods here when [`SchedulerModel::Linux`] is chosen).
+//! methods here when [`SchedulerModel::Linux`] is chosen). Where a trace of the kernel it was
+//! checked on (6.18) showed rules other than 6.6's, the model follows the trace: the base
+//! slice, the lag clamp and the running entity's reweighting (`eevdf.rs`).
 //!
 //! | file | what it owns | kernel/sched/fair.c |
 //! |---|---|---|
@@ -31,7 +33,8 @@ use super::sched::{Fairness, Thread, ThreadState};
 use super::MS;
 
 use balance::balance_interval;
-use eevdf::{Entity, Queue};
+pub use eevdf::RunningReweight;
+use eevdf::{Entity, LagRule, Queue};
 
 /// A thread's scheduling facts beyond its entity.
 #[derive(Debug, Clone, Copy, Default)]
@@ -84,6 +87,8 @@ pub(super) struct State {
     slice: u64,
     /// The scheduler tick.
     tick: u64,
+    /// How a running entity is reweighted.
+    running_reweight: RunningReweight,
     /// Threads' entities, then (with `groups`) one group entity per process and CPU.
     ents: Vec<Entity>,
     /// One root queue per CPU, then (with `groups`) one group queue per process and CPU.
@@ -130,7 +135,8 @@ impl State {
             ncpus: cpus,
             nthreads: threads.len() as u32,
             groups,
-            slice: config.sched.min_granularity,
+            slice: config.sched.base_slice,
+            running_reweight: config.running_reweight,
             tick,
             ents: vec![Entity::nice_0(); threads.len() + group_entities],
             queues: vec![Queue::default(); cpus as usize + group_entities],
@@ -162,6 +168,11 @@ impl State {
             busy_at: 0,
             nr_idle_scan: cpus,
         }
+    }
+
+    /// What a reweight needs: the lag clamp's slice and tick, and the running entity's rule.
+    fn lag_rule(&self) -> LagRule {
+        LagRule { slice: self.slice, tick: self.tick, running: self.running_reweight }
     }
 
     /// The domain's `min_interval`: its span weight in milliseconds.
