@@ -5,6 +5,10 @@ Made by, in this folder (both models, the same runs):
       --setting both --repeats 3 --scheduler MODEL --json > sim-16-MODEL.json
   cotenant sim neighbours --cpus 64|192 --processes 32 --pools ignorant,adaptive --load 1,1.5 \
       --setting both --repeats 1 --scheduler MODEL --json > sim-64|192-MODEL.json
+sim-*-linux-s24.json are the Linux model as it was before session 25 (Linux 6.6's constants,
+lag clamp and reweighting; the same commands at 402ec71); sim-*-linux.json the Linux model
+with what was measured on 6.18 in session 25 (0.7-ms base slice, lag clamp of slice + tick,
+the running group entity reweighted as traced).
 Run: python3 tables.py
 """
 import json
@@ -20,11 +24,14 @@ def rows(cpus, model):
 
 
 for cpus, pools in ((16, ("plain", "adaptive")), (64, ("adaptive",)), (192, ("adaptive",))):
-    data = {m: rows(cpus, m) for m in ("idealised", "linux")}
+    models = ("idealised", "linux-s24", "linux")
+    data = {m: rows(cpus, m) for m in models}
     print(f"\n{cpus} CPUs\n")
-    print("| cell | pool | service p99 ign/pool, idealised | Linux | service max ign/pool, idealised | Linux "
-          "| throughput pool/ign, idealised | Linux | holders' wait beside an idle CPU, Linux (ms) |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| cell | pool | service p99 ign/pool, idealised | Linux, s24 | Linux, 6.18 as traced "
+          "| service max ign/pool, idealised | Linux, s24 | Linux, 6.18 as traced "
+          "| throughput pool/ign, idealised | Linux, s24 | Linux, 6.18 as traced "
+          "| holders' wait beside an idle CPU, Linux 6.18 as traced (ms) |")
+    print("|---|---|" + "---:|" * 10)
     cells = sorted({(r["setting"], r["load"]) for r in data["linux"]}, key=lambda c: (c[0] != "one cgroup", c[1]))
     for setting, load in cells:
         for pool in pools:
@@ -33,7 +40,7 @@ for cpus, pools in ((16, ("plain", "adaptive")), (64, ("adaptive",)), (192, ("ad
                                  if r["setting"] == setting and r["load"] == load and r["pool"] == kind)
             out = []
             for key in ("service_p99_us", "service_max_us", "throughput_per_s"):
-                for model in ("idealised", "linux"):
+                for model in models:
                     ignorant, mine = median(model, "ignorant", key), median(model, pool, key)
                     if key == "throughput_per_s":
                         out.append(f"{mine / ignorant:.2f}x")
