@@ -14,7 +14,7 @@ pub use lab_command::{
     PoolsFlag, ProcessesFlag, QuotaArgs, RuntimesArgs, ServiceFlag, SettingFlag, SpinArgs, ThrottlingArgs,
 };
 pub use sim::{
-    RunningReweightArg, SchedulerArg, SchedulerFlag, SimArgs, SimBandwidthArgs, SimCommand,
+    GroupSharesArg, RunningReweightArg, SchedulerArg, SchedulerFlag, SimArgs, SimBandwidthArgs, SimCommand,
     SimNeighboursArgs, SimTable2Args, SimValidateArgs, SimVariant, SimWorkloadArgs,
 };
 

@@ -120,7 +120,7 @@ mod run;
 mod sched;
 mod workload;
 
-pub use linux::RunningReweight;
+pub use linux::{GroupShares, RunningReweight};
 pub use run::{quantile, simulate, HostConfig, HostRun, ProcessRun};
 pub use sched::{Fairness, SchedParams, SchedulerModel};
 pub use workload::{Arrivals, ProcessConfig};

@@ -238,6 +238,20 @@ pub struct SchedulerFlag {
     /// waiting group and as it is meant to for the running one).
     #[arg(long = "running-reweight", value_name = "RULE", value_enum, default_value_t = RunningReweightArg::AsMeasured)]
     pub running_reweight: RunningReweightArg,
+    /// How the Linux model splits a process group's weight across CPUs: `counts` (in proportion
+    /// to its runnable threads on each) or `loads` (from load averages, as the kernel does; it
+    /// reweights a running group more often than the kernel was traced doing).
+    #[arg(long = "group-shares", value_name = "RULE", value_enum, default_value_t = GroupSharesArg::Counts)]
+    pub group_shares: GroupSharesArg,
+}
+
+/// `--group-shares` of `sim neighbours` and `sim validate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GroupSharesArg {
+    /// In proportion to the group's runnable threads on each CPU.
+    Counts,
+    /// From the group queues' load averages (`calc_group_shares`).
+    Loads,
 }
 
 /// `--running-reweight` of `sim neighbours` and `sim validate`.

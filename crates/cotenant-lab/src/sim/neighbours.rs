@@ -11,14 +11,15 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use cotenant::Policy;
 use cotenant_sim::host::{
-    self, quantile, Arrivals, Fairness, HostConfig, ProcessConfig, RunningReweight, SchedParams,
+    self, quantile, Arrivals, Fairness, GroupShares, HostConfig, ProcessConfig, RunningReweight, SchedParams,
     SchedulerModel,
 };
 use serde_json::json;
 
 use super::ns;
 use crate::args::{
-    PoolKind, RunningReweightArg, SchedulerArg, SchedulerFlag, SettingArg, SimNeighboursArgs, SimValidateArgs,
+    GroupSharesArg, PoolKind, RunningReweightArg, SchedulerArg, SchedulerFlag, SettingArg, SimNeighboursArgs,
+    SimValidateArgs,
 };
 use crate::neighbours::{aggregate, charts, figures_of, table, Aggregate, Key, Plan, RunFigures, Setting};
 use crate::worker::SummaryRow;
@@ -36,6 +37,9 @@ fn model_description(flag: &SchedulerFlag) -> String {
             }
             RunningReweightArg::LagConserving => "; a running group entity reweighted keeping its lead",
         });
+        if flag.group_shares == GroupSharesArg::Loads {
+            text.push_str("; group shares from load averages");
+        }
     }
     if flag.submit_us > 0 {
         let _ = write!(
@@ -45,6 +49,14 @@ fn model_description(flag: &SchedulerFlag) -> String {
         );
     }
     text
+}
+
+/// The library's rule for `--group-shares`.
+fn group_shares(arg: GroupSharesArg) -> GroupShares {
+    match arg {
+        GroupSharesArg::Counts => GroupShares::Counts,
+        GroupSharesArg::Loads => GroupShares::Loads,
+    }
 }
 
 /// The library's rule for `--running-reweight`.
@@ -96,6 +108,8 @@ struct Case {
     scheduler: SchedulerModel,
     /// `HostConfig::running_reweight` (`--running-reweight`).
     running_reweight: RunningReweight,
+    /// `HostConfig::group_shares` (`--group-shares`).
+    group_shares: GroupShares,
     /// The default pool's workers take CPU leases with their tokens (as the library's do).
     leases: bool,
 }
@@ -108,6 +122,8 @@ struct Simulated {
     wall: Duration,
     /// Token holders' wait for a CPU while a CPU idled (`HostRun::holder_wait_beside_idle_ns`).
     beside_idle_ms: f64,
+    /// `HostRun::running_reweights`.
+    running_reweights: u64,
 }
 
 /// The library policy each lab pool kind stands for.
@@ -162,6 +178,7 @@ fn host_config(case: &Case) -> anyhow::Result<HostConfig> {
         submit_ns: case.submit_ns,
         scheduler: case.scheduler,
         running_reweight: case.running_reweight,
+        group_shares: case.group_shares,
     };
     config.validate().map_err(|e| {
         anyhow::anyhow!(
@@ -210,6 +227,7 @@ fn simulate(case: &Case) -> anyhow::Result<Simulated> {
         events: run.events,
         wall,
         beside_idle_ms: run.holder_wait_beside_idle_ns as f64 / 1e6,
+        running_reweights: run.running_reweights,
     })
 }
 
@@ -265,6 +283,7 @@ pub fn run(args: &SimNeighboursArgs) -> anyhow::Result<ExitCode> {
         submit_ns: u64::from(args.scheduler.submit_us) * 1000,
         scheduler: scheduler_model(args.scheduler.model),
         running_reweight: running_reweight(args.scheduler.running_reweight),
+        group_shares: group_shares(args.scheduler.group_shares),
         leases: !args.no_leases,
     };
     // Every configuration is checked before the first runs.
@@ -338,6 +357,7 @@ fn row(case: &Case, key: &Key, sim: &Simulated) -> serde_json::Map<String, serde
         "events": sim.events,
         "wall_s": sim.wall.as_secs_f64(),
         "holder_wait_beside_idle_ms": sim.beside_idle_ms,
+        "running_reweights": sim.running_reweights,
     });
     match value {
         serde_json::Value::Object(map) => map,
@@ -490,6 +510,7 @@ pub fn validate(args: &SimValidateArgs) -> anyhow::Result<ExitCode> {
         submit_ns: u64::from(args.scheduler.submit_us) * 1000,
         scheduler: scheduler_model(args.scheduler.model),
         running_reweight: running_reweight(args.scheduler.running_reweight),
+        group_shares: group_shares(args.scheduler.group_shares),
         leases: true, // as the lab's pools ran
     };
     for cell in &real.cells {

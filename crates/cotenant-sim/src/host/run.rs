@@ -9,7 +9,7 @@ use cotenant::policy::PolicyState;
 use crate::rng::SplitMix64;
 
 use super::linux;
-use super::linux::RunningReweight;
+use super::linux::{GroupShares, RunningReweight};
 use super::pool::{Level, Process};
 use super::sched::{Cpu, Fairness, Group, SchedParams, SchedulerModel, Thread};
 use super::workload::{Arrivals, ProcessConfig};
@@ -62,6 +62,10 @@ pub struct HostConfig {
     /// share changes as its threads wake and sleep): as measured on Linux 6.18 (the default),
     /// or keeping its lag. The idealised model ignores it.
     pub running_reweight: RunningReweight,
+    /// How the Linux model splits a process group's weight across CPUs: by counts of runnable
+    /// threads (the default) or from load averages, as the kernel does. The idealised model
+    /// ignores it.
+    pub group_shares: GroupShares,
 }
 
 impl HostConfig {
@@ -166,6 +170,10 @@ pub struct HostRun {
     /// leases are what removes it. 0 under the idealised model, whose one run queue never
     /// leaves a CPU idle while a thread waits.
     pub holder_wait_beside_idle_ns: u64,
+    /// Under the Linux model with per-process cgroups: how many times a CPU's running group
+    /// entity had its weight changed (each grows its lead under
+    /// [`RunningReweight::AsMeasured`]). 0 otherwise.
+    pub running_reweights: u64,
 }
 
 /// The `q`-quantile (0..=1) of sorted `values` (nearest rank), 0 when empty.
@@ -408,6 +416,7 @@ impl Sim {
             simulated: now,
             events: self.events,
             holder_wait_beside_idle_ns: self.beside_idle,
+            running_reweights: self.linux.running_reweights,
         }
     }
 }

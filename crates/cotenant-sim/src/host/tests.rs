@@ -22,6 +22,7 @@ fn host(cpus: u32, fairness: Fairness, processes: Vec<ProcessConfig>, duration: 
         spare_tokens: 0,
         submit_ns: 0,
         running_reweight: Default::default(),
+        group_shares: Default::default(),
         scheduler: SchedulerModel::Idealised,
     }
 }

@@ -128,6 +128,8 @@ impl Sim {
     /// its last balance, then sets when the next is due. Returns the threads it pulled.
     fn lx_rebalance(&mut self, cpu: u32, busy: bool) -> u32 {
         let now = self.now;
+        // The balancing softirq first brings the CPU's blocked loads up to date.
+        self.linux.update_blocked_loads(cpu, now);
         let (tick, cpus) = (self.linux.tick, self.linux.ncpus);
         let c = &self.linux.cpus[cpu as usize];
         let mut moved = 0;

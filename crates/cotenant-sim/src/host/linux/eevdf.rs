@@ -246,11 +246,12 @@ impl Queue {
     /// [`lag_limit`]) and the rest of its request, both measured from `V`, are scaled by
     /// `old / new`, which keeps `V`. Running, `rule` decides ([`RunningReweight`]). A changed
     /// weight ends the `RUN_TO_PARITY` protection (the kernel's mark no longer matches).
-    pub(super) fn reweight(&mut self, ents: &mut [Entity], id: u32, weight: u64, rule: LagRule) {
+    /// `true` if it reweighted the queue's running entity.
+    pub(super) fn reweight(&mut self, ents: &mut [Entity], id: u32, weight: u64, rule: LagRule) -> bool {
         let weight = weight.max(1);
         let e = ents[id as usize];
         if e.weight == weight {
-            return;
+            return false;
         }
         let (old, new) = (i128::from(e.weight), i128::from(weight));
         let scale = |x: i64| i64::try_from(i128::from(x) * old / new).unwrap_or(x);
@@ -258,7 +259,7 @@ impl Queue {
             let e = &mut ents[id as usize];
             e.vlag = scale(e.vlag);
             e.weight = weight;
-            return;
+            return false;
         }
         let v = self.avg_vruntime();
         let limit = lag_limit(rule.slice, rule.tick, e.weight);
@@ -297,6 +298,7 @@ impl Queue {
         if !running {
             self.tree.insert((e.deadline, id));
         }
+        running
     }
 
     /// The queued entities other than `curr`, in deadline order.
@@ -331,7 +333,6 @@ pub(super) struct LagRule {
     pub(super) tick: u64,
     pub(super) running: RunningReweight,
 }
-
 /// `calc_group_shares`, with loads counted in runnable threads: a process's cgroup weight
 /// (`tg->shares`) split across CPUs in proportion to its runnable threads on each, at least
 /// `MIN_SHARES` (2) and at most the whole.

@@ -1,10 +1,11 @@
 //! The hierarchy of the Linux model: a thread's entity on its CPU's queue, or (with
 //! per-process cgroups) on its process's group queue there, whose group entity sits on the
-//! CPU's root queue with the process's weight split across CPUs by `calc_group_shares`.
+//! CPU's root queue with the process's weight split across CPUs by `calc_group_shares`
+//! (by counts of runnable threads, or from load averages: `shares.rs`).
 //! Enqueue, dequeue, charge and pick go through every level, as `enqueue_task_fair`,
 //! `dequeue_task_fair`, `entity_tick` and `pick_next_task_fair` do.
 
-use super::eevdf::{group_shares, NICE_0};
+use super::eevdf::NICE_0;
 use crate::host::run::Sim;
 use crate::host::sched::ThreadState;
 
@@ -13,6 +14,7 @@ impl Sim {
     /// with its lag; with per-process cgroups its group entity joins the root queue if it was
     /// not there, after `update_cfs_group` gave it its share (the order of `enqueue_entity`).
     pub(super) fn lx_enqueue_thread(&mut self, thread: u32, cpu: u32) {
+        let now = self.now;
         let lx = &mut self.linux;
         let slice = lx.slice;
         lx.order += 1;
@@ -26,13 +28,16 @@ impl Sim {
         c.nr += 1;
         c.tasks.insert((order, thread));
         let q = lx.thread_queue(thread);
+        if lx.groups {
+            lx.update_group_load(process, cpu, now);
+        }
         lx.queues[q].place(&mut lx.ents, thread, slice);
         if lx.groups {
             let ge = lx.group_entity(process, cpu);
-            let shares = group_shares(NICE_0, lx.queues[q].nr, lx.proc_runnable[process as usize]);
+            let shares = lx.group_share(process, cpu);
             let rule = lx.lag_rule();
             let root = &mut lx.queues[cpu as usize];
-            root.reweight(&mut lx.ents, ge, shares, rule);
+            lx.running_reweights += u64::from(root.reweight(&mut lx.ents, ge, shares, rule));
             if !lx.ents[ge as usize].on_rq {
                 root.place(&mut lx.ents, ge, slice);
             }
@@ -47,6 +52,7 @@ impl Sim {
     /// there, and is reweighted otherwise. A waiting thread stops counting as waiting; the
     /// caller gives it its next state.
     pub(super) fn lx_dequeue_thread(&mut self, thread: u32) {
+        let now = self.now;
         let lx = &mut self.linux;
         let (slice, tick) = (lx.slice, lx.tick);
         let task = lx.tasks[thread as usize];
@@ -56,17 +62,20 @@ impl Sim {
         c.nr -= 1;
         c.tasks.remove(&(task.order, thread));
         let q = lx.thread_queue(thread);
+        if lx.groups {
+            lx.update_group_load(process, cpu, now);
+        }
         lx.queues[q].dequeue(&mut lx.ents, thread, slice, tick);
         if lx.groups {
             let ge = lx.group_entity(process, cpu);
             let left = lx.queues[q].nr;
-            let total = lx.proc_runnable[process as usize];
+            let shares = lx.group_share(process, cpu);
             let rule = lx.lag_rule();
             let root = &mut lx.queues[cpu as usize];
             if left == 0 {
                 root.dequeue(&mut lx.ents, ge, slice, tick);
             } else {
-                root.reweight(&mut lx.ents, ge, group_shares(NICE_0, left, total), rule);
+                lx.running_reweights += u64::from(root.reweight(&mut lx.ents, ge, shares, rule));
             }
         }
         lx.refresh_cpu(cpu);
@@ -152,18 +161,20 @@ impl Sim {
         }
     }
 
-    /// `update_cfs_group`: process `process`'s group entity on `cpu` gets its share of the
-    /// group's weight, in proportion to its runnable threads there (`calc_group_shares`).
+    /// `entity_tick`'s `update_load_avg` and `update_cfs_group`: process `process`'s group
+    /// queue on `cpu` brings its load up to date, and its group entity gets its share of the
+    /// group's weight (`calc_group_shares`).
     pub(super) fn lx_update_shares(&mut self, process: u32, cpu: u32) {
+        let now = self.now;
         let lx = &mut self.linux;
-        let here = lx.queues[lx.group_queue(process, cpu)].nr;
-        if here == 0 {
+        if lx.queues[lx.group_queue(process, cpu)].nr == 0 {
             return;
         }
-        let shares = group_shares(NICE_0, here, lx.proc_runnable[process as usize]);
+        lx.update_group_load(process, cpu, now);
+        let shares = lx.group_share(process, cpu);
         let ge = lx.group_entity(process, cpu);
         let rule = lx.lag_rule();
-        lx.queues[cpu as usize].reweight(&mut lx.ents, ge, shares, rule);
+        lx.running_reweights += u64::from(lx.queues[cpu as usize].reweight(&mut lx.ents, ge, shares, rule));
         lx.refresh_cpu(cpu);
     }
 

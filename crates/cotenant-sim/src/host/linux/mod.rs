@@ -8,7 +8,8 @@
 //! | file | what it owns | kernel/sched/fair.c |
 //! |---|---|---|
 //! | `eevdf.rs` | one run queue: `V`, eligibility, deadlines, the pick, placement, reweighting | `avg_vruntime`, `entity_eligible`, `update_deadline`, `pick_eevdf`, `place_entity`, `update_entity_lag`, `reweight_entity` |
-//! | `group.rs` | the hierarchy: a thread's queue, a process's per-CPU group entity and its shares | `enqueue_task_fair`, `dequeue_task_fair`, `pick_next_task_fair`, `check_preempt_wakeup_fair`, `update_cfs_group`, `calc_group_shares` |
+//! | `group.rs` | the hierarchy: a thread's queue, a process's per-CPU group entity and its shares | `enqueue_task_fair`, `dequeue_task_fair`, `pick_next_task_fair`, `check_preempt_wakeup_fair`, `update_cfs_group` |
+//! | `shares.rs` | a group queue's load average and the group's weight on each CPU | `update_load_avg`, `update_tg_load_avg`, `calc_group_shares` |
 //! | `placement.rs` | where a woken thread goes, the idle scan's limit | `select_task_rq_fair`, `wake_affine`, `select_idle_sibling`, `select_idle_cpu`, `update_idle_cpu_scan` |
 //! | `balance.rs` | newly-idle, periodic and idle (nohz) balancing | `newidle_balance`, `load_balance`, `rebalance_domains`, `nohz_balancer_kick`, `can_migrate_task`, `task_hot` |
 //! | this file | the state, the entry points, a CPU starting, stopping and going idle | `update_curr`, `scheduler_tick`, `try_to_wake_up`, `__schedule` |
@@ -22,6 +23,7 @@ mod balance;
 mod eevdf;
 mod group;
 mod placement;
+mod shares;
 #[cfg(test)]
 mod tests;
 
@@ -34,7 +36,9 @@ use super::MS;
 
 use balance::balance_interval;
 pub use eevdf::RunningReweight;
-use eevdf::{Entity, LagRule, Queue};
+use eevdf::{group_shares, Entity, LagRule, Queue, NICE_0};
+use shares::GroupLoad;
+pub use shares::GroupShares;
 
 /// A thread's scheduling facts beyond its entity.
 #[derive(Debug, Clone, Copy, Default)]
@@ -104,8 +108,18 @@ pub(super) struct State {
     overloaded: BTreeSet<(u64, u32)>,
     /// Σ of the CPUs' loads (`sds->total_load` of the one domain).
     total_load: u64,
-    /// Runnable threads per process, over all CPUs (the group's load in `calc_group_shares`).
+    /// How a group's weight is split across CPUs.
+    group_shares: GroupShares,
+    /// Changes of weight of a root queue's running entity so far (`HostRun::running_reweights`).
+    pub(super) running_reweights: u64,
+    /// Runnable threads per process, over all CPUs (the group's load under
+    /// [`GroupShares::Counts`]).
     proc_runnable: Vec<u32>,
+    /// With `groups` and [`GroupShares::Loads`], each group queue's load average, by process
+    /// then CPU.
+    loads: Vec<GroupLoad>,
+    /// With `groups`, each process's total of its queues' reported loads (`tg->load_avg`).
+    tg_load: Vec<f64>,
     /// Per process, the CPU its control thread (and its submitting thread, unless that is
     /// simulated: `HostConfig::submit_ns`) last ran on: only their placement is modelled, see
     /// `placement.rs`.
@@ -160,7 +174,11 @@ impl State {
             nohz: (0..cpus).map(|c| (first_balance, c)).collect(),
             overloaded: BTreeSet::new(),
             total_load: 0,
+            group_shares: config.group_shares,
+            running_reweights: 0,
             proc_runnable: vec![0; processes],
+            loads: vec![GroupLoad::default(); group_entities],
+            tg_load: vec![0.0; if groups { processes } else { 0 }],
             submitter: (0..processes).map(|p| (p % cpus as usize) as u32).collect(),
             order: 0,
             util: 0.0,
@@ -173,6 +191,42 @@ impl State {
     /// What a reweight needs: the lag clamp's slice and tick, and the running entity's rule.
     fn lag_rule(&self) -> LagRule {
         LagRule { slice: self.slice, tick: self.tick, running: self.running_reweight }
+    }
+
+    /// `update_load_avg` and `update_tg_load_avg` for process `process`'s group queue on `cpu`
+    /// at `now`, before its count of queued threads changes.
+    fn update_group_load(&mut self, process: u32, cpu: u32, now: u64) {
+        if self.group_shares == GroupShares::Counts {
+            return;
+        }
+        let queued = self.queues[self.group_queue(process, cpu)].nr;
+        let load = &mut self.loads[(process * self.ncpus + cpu) as usize];
+        load.update(now, queued);
+        self.tg_load[process as usize] += load.report(now);
+    }
+
+    /// `calc_group_shares` for process `process`'s group entity on `cpu`, as its queue is now.
+    fn group_share(&self, process: u32, cpu: u32) -> u64 {
+        let queued = self.queues[self.group_queue(process, cpu)].nr;
+        match self.group_shares {
+            GroupShares::Counts => group_shares(NICE_0, queued, self.proc_runnable[process as usize]),
+            GroupShares::Loads => self.loads[(process * self.ncpus + cpu) as usize].shares(
+                NICE_0,
+                queued,
+                self.tg_load[process as usize],
+            ),
+        }
+    }
+
+    /// `update_blocked_averages` for `cpu`: every group queue there brings its load (decaying
+    /// while nothing is queued) up to date and reports it.
+    fn update_blocked_loads(&mut self, cpu: u32, now: u64) {
+        if !self.groups || self.group_shares == GroupShares::Counts {
+            return;
+        }
+        for process in 0..self.tg_load.len() as u32 {
+            self.update_group_load(process, cpu, now);
+        }
     }
 
     /// The domain's `min_interval`: its span weight in milliseconds.
