@@ -105,7 +105,8 @@ bench-pool:
 # The simulator against the committed real runs (docs/results/sim-validation-2cpu/: lab
 # neighbours on a 2-CPU VM, P = 2 and 3, both settings, 70-150 % load), with each scheduler
 # model (the Linux one with the rules traced on 6.18: docs/results/sim-validation-2cpu-exact-cpu/trace-s25/),
-# and the Linux model with each process's submitting thread (10 µs per wake-up, as traced):
+# and the Linux model with each process's submitting thread (10 µs per wake-up, as traced), with
+# group shares by counts (the default) and from load averages:
 # every ignorant/pool ratio, real against simulated (median of 5 seeds).
 sim-validate:
 	$(CARGO) build --release --locked -p cotenant-cli
@@ -114,6 +115,7 @@ sim-validate:
 			$(RELEASE_BIN) sim validate --real $$real/results.json --scheduler $$model || exit 1; \
 		done; \
 		$(RELEASE_BIN) sim validate --real $$real/results.json --scheduler linux --submit-us 10 || exit 1; \
+		$(RELEASE_BIN) sim validate --real $$real/results.json --scheduler linux --submit-us 10 --group-shares loads || exit 1; \
 	done
 
 # The simulator tables of docs/policy.md.
