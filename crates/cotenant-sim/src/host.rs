@@ -28,17 +28,19 @@
 //! - Constants are the kernel's defaults (`sched_latency` 6 ms, `min_granularity` 0.75 ms,
 //!   `wakeup_granularity` 1 ms, each scaled by `1 + log2(min(CPUs, 8))`), ticks at 250 Hz.
 //!
-//! **Scheduler (Linux)** ([`SchedulerModel::Linux`]: Linux 6.6 and later, `host/linux/`; each
-//! rule names the function of kernel/sched/fair.c it models). Every CPU has its own run queue.
+//! **Scheduler (Linux)** ([`SchedulerModel::Linux`]: Linux 6.6 and later, with three rules as
+//! traced on the 6.18 kernel of the validation host; `host/linux/`; each rule names the
+//! function of kernel/sched/fair.c it models). Every CPU has its own run queue.
 //! - **EEVDF**: a CPU runs the *eligible* entity (`vruntime` at most the queue's weighted
 //!   average `V`: it has not had more than its share) with the earliest virtual deadline
 //!   (`vruntime` + base slice / weight; the base slice is 0.7 ms scaled as above, as measured
-//!   on Linux 6.18: [`SchedParams::base_slice`]). At a tick, a thread whose `vruntime` has passed its deadline gets a new one and
-//!   the CPU reschedules; until then (`RUN_TO_PARITY`) it keeps the CPU while eligible, so a
-//!   5 ms item runs in slices of whole ticks when others wait.
+//!   on Linux 6.18: [`SchedParams::base_slice`]). At a tick, a thread whose `vruntime` has
+//!   passed its deadline gets a new one and the CPU reschedules; until then (`RUN_TO_PARITY`)
+//!   it keeps the CPU while eligible, so a 5 ms item runs in slices of whole ticks when others
+//!   wait.
 //! - **Wake-ups**: a woken thread keeps the lag it had when it slept (`V - vruntime`, clamped
-//!   to a slice plus a tick as measured on 6.18, not decayed however long it slept) and is placed at `V` minus that lag,
-//!   scaled for its own weight, with a fresh deadline; it preempts the running thread only if
+//!   to a slice plus a tick as measured on 6.18, not decayed however long it slept) and is
+//!   placed at `V` minus that lag, scaled for its own weight, with a fresh deadline; it preempts the running thread only if
 //!   the EEVDF pick, the running thread's protection included, now prefers it. Its CPU:
 //!   `wake_affine` between the waker's CPU and its previous one, then the first idle of that
 //!   target, its previous CPU, its recently used CPU, or an idle CPU found by a scan whose
@@ -51,14 +53,14 @@
 //!   balances have failed twice; an idle CPU takes threads by count, a busy one by load.
 //! - **Groups** ([`Fairness::Processes`]): on each CPU, a process's threads queue under its
 //!   group entity, whose weight is the process's (1024) times its share of the process's
-//!   runnable threads on that CPU (at least 2), brought up to date at that CPU's ticks,
-//!   wake-ups and departures; the pick is EEVDF among the group entities, then among the
-//!   threads of the group picked. A waiting group entity whose weight changes keeps its real
-//!   lag; the *running* one is reweighted as Linux 6.18 was traced doing it
-//!   ([`RunningReweight::AsMeasured`]: at each change its lag comes out 1.2-1.3 times what
-//!   keeping it would give, so a
-//!   group whose threads wake and sleep while it runs keeps the CPU from the other groups
-//!   there for tens of milliseconds). [`Fairness::Threads`]: one level.
+//!   runnable threads on that CPU (at least 2; [`GroupShares::Loads`]: from load averages, as
+//!   the kernel computes it), brought up to date at that CPU's ticks, wake-ups and departures;
+//!   the pick is EEVDF among the group entities, then among the threads of the group picked. A
+//!   waiting group entity whose weight changes keeps its real lag; the *running* one is
+//!   reweighted as Linux 6.18 was traced doing it ([`RunningReweight::AsMeasured`]: at each
+//!   change its lag comes out about 1.2 times what keeping it would give, so a group whose
+//!   threads wake and sleep while it runs keeps the CPU from the other groups there for tens of
+//!   milliseconds). [`Fairness::Threads`]: one level.
 //! - The control threads of the processes are not simulated threads, nor, by default, their
 //!   submitting threads: the CPU a worker is woken from is placed as such a thread waking from
 //!   a timer would be. With [`HostConfig::submit_ns`] each process has its submitting thread,

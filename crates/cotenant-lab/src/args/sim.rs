@@ -221,7 +221,7 @@ pub struct SimBandwidthArgs {
 #[derive(Debug, Args)]
 pub struct SchedulerFlag {
     /// The scheduler model of the simulated host: `idealised` (one run queue for the host, an
-    /// idealised fair scheduler) or `linux` (Linux 6.6 and later: a run queue per CPU, the
+    /// idealised fair scheduler) or `linux` (Linux 6.6 and later, as traced on 6.18: a run queue per CPU, the
     /// earliest eligible virtual deadline first, wake-up placement and load balancing).
     #[arg(long = "scheduler", value_name = "SCHEDULER", value_enum, default_value_t = SchedulerArg::Idealised)]
     pub model: SchedulerArg,
@@ -235,7 +235,8 @@ pub struct SchedulerFlag {
     /// threads waking or sleeping there): `as-measured` (Linux 6.18 as traced on a real host:
     /// each such reweight grows the running group's lead, so a neighbour group on that CPU can
     /// wait tens of milliseconds) or `lag-conserving` (its lead kept, as the kernel does for a
-    /// waiting group and as it is meant to for the running one).
+    /// waiting group; the simulator's rule before the trace, which however took 6.6's lag clamp
+    /// and base slice).
     #[arg(long = "running-reweight", value_name = "RULE", value_enum, default_value_t = RunningReweightArg::AsMeasured)]
     pub running_reweight: RunningReweightArg,
     /// How the Linux model splits a process group's weight across CPUs: `counts` (in proportion

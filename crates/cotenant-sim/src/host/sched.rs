@@ -25,9 +25,10 @@ pub enum SchedulerModel {
     /// **Scheduler**): the first model, kept so that results compare side by side.
     #[default]
     Idealised,
-    /// Linux as it schedules today (6.6 and later): a run queue per CPU, the earliest eligible
-    /// virtual deadline first, wake-up placement, newly-idle and periodic load balancing and
-    /// per-CPU group shares (the parent module's **Scheduler (Linux)**).
+    /// Linux as it schedules today (6.6 and later, with the base slice, lag clamp and
+    /// reweighting of a running entity traced on 6.18): a run queue per CPU, the earliest
+    /// eligible virtual deadline first, wake-up placement, newly-idle and periodic load
+    /// balancing and per-CPU group shares (the parent module's **Scheduler (Linux)**).
     Linux,
 }
 

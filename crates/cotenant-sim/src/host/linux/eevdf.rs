@@ -4,10 +4,11 @@
 //! entity's lag kept, and reweighting. Pure: the caller says which entities exist and what
 //! happened to them.
 //!
-//! Two rules follow what was measured on Linux 6.18 rather than what its source is meant to
-//! do (a bpf trace of the group entities, `docs/results/sim-validation-2cpu-exact-cpu/trace-s25/`):
-//! the lag clamp of `update_entity_lag` is the virtual time of slice + tick, and a reweight of
-//! the *running* entity places it with its own weight counted twice ([`RunningReweight`]).
+//! Two rules follow what was measured on Linux 6.18 (a bpf trace of the group entities,
+//! `docs/results/sim-validation-2cpu-exact-cpu/trace-s25/`) rather than Linux 6.6: the lag
+//! clamp of `update_entity_lag` is the virtual time of slice + tick, and a reweight of the
+//! *running* entity places it with its own weight counted twice ([`RunningReweight`]). (The
+//! third, the 0.7-ms base slice, is a constant: `SchedParams::base_slice`.)
 //!
 //! Virtual times are signed nanoseconds (`i64`); the sums behind `V` are `i128`, so neither
 //! needs the kernel's rebasing on `min_vruntime`.
@@ -62,13 +63,14 @@ pub enum RunningReweight {
     /// `old / new` (`update_entity_lag`), then `place_entity` places it from a `V` that still
     /// counts it at its old vruntime (with the new weight) and inflates the lag by
     /// `(W + 2w) / (W + w)`, counting its weight twice. Each reweight so *grows* the running
-    /// entity's lag, to 1.2-1.3 times what keeping it would give (`1 + wW / (w + W)²` for an
-    /// unchanged weight), however small the change: a group whose threads wake and sleep on a
+    /// entity's lag, to about 1.2 times what keeping it would give (1.20-1.25 in the trace;
+    /// `1 + wW / (w + W)²`, at most 1.25, for a small change), however small the change: a group whose threads wake and sleep on a
     /// CPU while it runs there stays eligible, and the other groups there stay behind it.
     #[default]
     AsMeasured,
-    /// Its real lag kept, `V` unchanged (`reweight_eevdf` as Linux 6.7 to 6.12 meant it, and
-    /// what the kernel does for a waiting entity): the simulator's rule before the 6.18 trace.
+    /// Placed as a waiting entity is: its real lag kept, `V` unchanged (what `reweight_entity`
+    /// is meant to do). The simulator's rule for the running entity before the 6.18 trace
+    /// (which also clamped no lag at a reweight and took 6.6's constants).
     LagConserving,
 }
 
@@ -242,11 +244,14 @@ impl Queue {
     }
 
     /// `reweight_entity`: entity `id` gets weight `weight`. Off a queue, its lag is scaled so
-    /// that `weight × vlag` (the real lag) stays. Waiting in the tree, its lag (clamped by
-    /// [`lag_limit`]) and the rest of its request, both measured from `V`, are scaled by
-    /// `old / new`, which keeps `V`. Running, `rule` decides ([`RunningReweight`]). A changed
-    /// weight ends the `RUN_TO_PARITY` protection (the kernel's mark no longer matches).
-    /// `true` if it reweighted the queue's running entity.
+    /// that `weight × vlag` (the real lag) stays. On one, as the kernel does it: its lag
+    /// (`V - vruntime`, clamped by [`lag_limit`]) is rescaled by `old / new`, and so is the
+    /// rest of its request (`deadline - vruntime`); then `place_entity` puts it back that far
+    /// behind the queue's `V`. A waiting entity is placed from the `V` of the others with the
+    /// lag inflated by `(W + w) / W`, which keeps `V` (when the clamp does not bite); a running
+    /// one as `rule` says ([`RunningReweight`]). A changed weight ends the `RUN_TO_PARITY`
+    /// protection (the kernel's mark no longer matches). `true` if it reweighted the queue's
+    /// running entity.
     pub(super) fn reweight(&mut self, ents: &mut [Entity], id: u32, weight: u64, rule: LagRule) -> bool {
         let weight = weight.max(1);
         let e = ents[id as usize];
@@ -261,36 +266,33 @@ impl Queue {
             e.weight = weight;
             return false;
         }
-        let v = self.avg_vruntime();
         let limit = lag_limit(rule.slice, rule.tick, e.weight);
-        let vlag = scale(v.saturating_sub(e.vruntime).clamp(-limit, limit));
+        let vlag = scale(self.avg_vruntime().saturating_sub(e.vruntime).clamp(-limit, limit));
+        let request = scale(e.deadline.saturating_sub(e.vruntime));
         let running = self.curr == Some(id);
         if !running {
             self.tree.remove(&(e.deadline, id));
         }
         self.sub_sums(&e);
-        let e = &mut ents[id as usize];
-        if running && rule.running == RunningReweight::AsMeasured {
-            // place_entity with the entity still `curr` and on the queue: `avg_vruntime` counts
-            // it at its old vruntime with its new weight, and the lag's inflation counts its
-            // weight in the load and again as the entity placed. The request left keeps its
-            // length in the entity's own virtual time (`rel_deadline`), rescaled.
-            let request = scale(e.deadline.saturating_sub(e.vruntime));
+        // The queue without the entity: where it is placed from, and the load its lag is
+        // inflated against. Running under the traced rule, `avg_vruntime` still counts it (at
+        // its old vruntime with its new weight) and the inflation counts its weight twice.
+        let (from, load) = if running && rule.running == RunningReweight::AsMeasured {
             let load = self.sum_w + weight;
             let sum = self.sum_wv + i128::from(weight) * i128::from(e.vruntime);
-            let from = i64::try_from(sum.div_euclid(i128::from(load))).unwrap_or(e.vruntime);
-            let lag = if self.nr > 1 {
-                let load = i128::from(load);
-                i64::try_from(i128::from(vlag) * (load + i128::from(weight)) / load).unwrap_or(vlag)
-            } else {
-                0
-            };
-            e.vruntime = from.saturating_sub(lag);
-            e.deadline = e.vruntime.saturating_add(request);
+            (i64::try_from(sum.div_euclid(i128::from(load))).unwrap_or(e.vruntime), load)
         } else {
-            e.vruntime = v.saturating_sub(vlag);
-            e.deadline = v.saturating_add(scale(e.deadline.saturating_sub(v)));
+            (self.avg_vruntime(), self.sum_w)
+        };
+        let e = &mut ents[id as usize];
+        // Alone on the queue (the kernel's `nr_queued` is 0 once it is taken off), it keeps its
+        // place: no lag to keep.
+        if self.nr > 1 && load > 0 {
+            let load = i128::from(load);
+            let lag = i64::try_from(i128::from(vlag) * (load + i128::from(weight)) / load).unwrap_or(vlag);
+            e.vruntime = from.saturating_sub(lag);
         }
+        e.deadline = e.vruntime.saturating_add(request);
         e.weight = weight;
         e.protected = false;
         let e = *e;
@@ -332,12 +334,4 @@ pub(super) struct LagRule {
     pub(super) slice: u64,
     pub(super) tick: u64,
     pub(super) running: RunningReweight,
-}
-/// `calc_group_shares`, with loads counted in runnable threads: a process's cgroup weight
-/// (`tg->shares`) split across CPUs in proportion to its runnable threads on each, at least
-/// `MIN_SHARES` (2) and at most the whole.
-pub(super) fn group_shares(tg_shares: u64, here: u32, total: u32) -> u64 {
-    const MIN_SHARES: u64 = 2;
-    let shares = tg_shares * u64::from(here) / u64::from(total.max(1));
-    shares.clamp(MIN_SHARES, tg_shares.max(MIN_SHARES))
 }

@@ -36,9 +36,9 @@ use super::MS;
 
 use balance::balance_interval;
 pub use eevdf::RunningReweight;
-use eevdf::{group_shares, Entity, LagRule, Queue, NICE_0};
-use shares::GroupLoad;
+use eevdf::{Entity, LagRule, Queue, NICE_0};
 pub use shares::GroupShares;
+use shares::{group_shares, GroupLoad};
 
 /// A thread's scheduling facts beyond its entity.
 #[derive(Debug, Clone, Copy, Default)]

@@ -10,11 +10,13 @@
 //! Replaying the runnable counts of the 6.18 trace (`trace-s25`) through this rule gives the
 //! weights the kernel gave within 4 % at the median (23 % at the 90th percentile); counts of
 //! runnable threads ([`GroupShares::Counts`], the default) within 13 % (46 %). Yet with loads
-//! the model reweights a running group entity more often than the kernel did (6653 times in 10
-//! s of the traced configuration against about 4700 traced; counts: 2945), and since each such
+//! the model reweights a running group entity more often than the kernel did (about 6200 times
+//! in 10 s of the traced setting against 4671 traced; counts: about 3300), and since each such
 //! reweight grows its lead (`eevdf.rs`, `RunningReweight`), the simulated neighbours then wait
 //! too long (RESULTS.md, issue 40): loads stay an option until the model reweights as often as
-//! the kernel does.
+//! the kernel does. One simplification may add to that: a queue's average stays on its CPU
+//! when a thread moves (the kernel detaches the thread's own load and attaches it where it
+//! goes).
 
 /// How the Linux model splits a process group's weight across CPUs (`calc_group_shares`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -81,4 +83,12 @@ impl GroupLoad {
         let shares = if tg_weight > 0.0 { (tg_shares as f64 * load / tg_weight) as u64 } else { tg_shares };
         shares.clamp(MIN_SHARES, tg_shares.max(MIN_SHARES))
     }
+}
+
+/// `calc_group_shares` with loads counted in runnable threads ([`GroupShares::Counts`]): a
+/// process's cgroup weight (`tg->shares`) split across CPUs in proportion to its runnable
+/// threads on each, at least `MIN_SHARES` and at most the whole.
+pub(super) fn group_shares(tg_shares: u64, here: u32, total: u32) -> u64 {
+    let shares = tg_shares * u64::from(here) / u64::from(total.max(1));
+    shares.clamp(MIN_SHARES, tg_shares.max(MIN_SHARES))
 }
