@@ -110,8 +110,19 @@ print("  lag after / lag kept, unclamped reweights: median %.3f, 10th %.3f, 90th
 req = sorted(abs(r[7] - r[6] * r[1] / r[2]) / abs(r[7]) for r in running if abs(r[7]) > 0.3e6)
 print("  request left (deadline - vruntime) rescaled by w0/w1: n %d, relative error median %.4f, 99th %.4f" % (
     len(req), req[len(req) // 2], req[int(len(req) * 0.99)]))
+larger = sum(abs(r[5]) > abs(lag_conserving(r[1], r[2], r[3], r[4], r[9])) for r in running)
+print("  lag after larger than kept: %d of %d" % (larger, len(running)))
 print("\na waiting group entity:")
 print("  lag kept (w0/w1 rescale, V unchanged):          " + errors(waiting, lag_conserving))
+# A waiting entity's lag is clamped too (update_entity_lag) when it exceeds slice + tick.
+for r in rows:
+    running_, w0, w1, wo, lag0, lag1, *_ , ran, slice_ns = r
+    limit = (slice_ns + TICK_NS) * 1024.0 / w0
+    if not running_ and ran < 20_000 and abs(lag0) > limit:
+        clamped = max(-limit, min(limit, lag0)) * w0 / w1
+        print("  clamped: weight %d->%d, lag before %.2f ms (limit %.2f), after %.2f, kept would be %.2f, "
+              "clamped then rescaled %.2f" % (w0, w1, lag0 / 1e6, limit / 1e6, lag1 / 1e6,
+                                              lag_conserving(w0, w1, wo, lag0, slice_ns) / 1e6, clamped / 1e6))
 # The clamp: invert the traced rule where the lag before was large.
 implied = []
 for r in running:

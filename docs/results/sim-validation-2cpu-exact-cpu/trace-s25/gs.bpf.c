@@ -4,7 +4,8 @@
 // cotenant*, found at switches) their vruntime, deadline, vlag, weight, flags, queued threads,
 // CPU time and slice, and the root queue's inputs to V (zero_vruntime, sum_w_vruntime,
 // sum_weight, curr). Written without waking the reader (BPF_RB_NO_WAKEUP), which polls every
-// 20 ms, so that tracing adds no switches of its own at each event.
+// 20 ms, so that tracing adds no switches of its own at each event. The watch map holds 4
+// entities for each of 4 CPUs: gs refuses to run on more.
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -25,6 +26,14 @@ struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 1 << 26); } rb 
 struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 16); __type(key, u32); __type(value, u64); } watch SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, 1); __type(key, u32); __type(value, struct ev); } scratch SEC(".maps");
 const volatile char prefix[9] = "cotenant";
+// Records the ring buffer refused (full): the reader prints the count at exit.
+struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, 1); __type(key, u32); __type(value, u64); } dropped SEC(".maps");
+static __always_inline void output(void *e, u64 size) {
+  if (bpf_ringbuf_output(&rb, e, size, BPF_RB_NO_WAKEUP)) {
+    u32 z = 0; u64 *d = bpf_map_lookup_elem(&dropped, &z);
+    if (d) *d += 1;
+  }
+}
 
 static __always_inline void fill_ent(struct ent *o, struct sched_entity *se) {
   o->se = (u64)se;
@@ -76,7 +85,7 @@ static __always_inline void discover(u32 cpu, struct task_struct *t) {
   __builtin_memset(e, 0, sizeof(*e));
   if (group_name(g, e->name) && remember(cpu, g)) {
     e->kind = 7; e->cpu = cpu; e->ts = bpf_ktime_get_ns(); e->e[0].se = (u64)g;
-    bpf_ringbuf_output(&rb, e, sizeof(*e), BPF_RB_NO_WAKEUP);
+    output(e, sizeof(*e));
   }
 }
 static __always_inline int snap(u32 kind, u64 arg, const char *comm, u64 arg2) {
@@ -97,7 +106,7 @@ static __always_inline int snap(u32 kind, u64 arg, const char *comm, u64 arg2) {
   fill_rq(e, root);
   e->kind = kind; e->cpu = cpu; e->ts = bpf_ktime_get_ns(); e->arg = arg; e->arg2 = arg2;
   if (comm) bpf_probe_read_kernel_str(e->name, 24, comm);
-  bpf_ringbuf_output(&rb, e, sizeof(*e), BPF_RB_NO_WAKEUP);
+  output(e, sizeof(*e));
   return 0;
 }
 SEC("tp_btf/sched_switch")

@@ -1,9 +1,10 @@
-// Loads gs.bpf.c, then prints its records as lines (V computed here) until SIGINT or SIGTERM:
+// Loads gs.bpf.c, then prints its records as lines (V computed here) until SIGINT, SIGTERM or SIGHUP:
 // G (a watched group entity found), S (switch), W (wake-up), N (nr_running change), L (PELT).
 #include <stdio.h>
 #include <signal.h>
 #include <stdint.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "gs.skel.h"
 typedef uint64_t u64; typedef int64_t s64; typedef uint32_t u32; typedef uint8_t u8;
@@ -13,8 +14,9 @@ static volatile int stop;
 static void on_sig(int s) { (void)s; stop = 1; }
 static double V(const struct ev *e) {
   double avg = (double)e->rq_sum_wv, load = (double)e->rq_sum_w;
+  /* rq_zero is a u64 virtual time; read as s64 like the vruntimes it is compared with. */
   if (e->rq_curr && e->rq_curr_onrq) { double w = (double)(e->rq_curr_w >> 10); avg += (double)(e->rq_curr_v - (s64)e->rq_zero) * w; load += w; }
-  return (double)e->rq_zero + (load > 0 ? avg / load : 0);
+  return (double)(s64)e->rq_zero + (load > 0 ? avg / load : 0);
 }
 static void pe(const struct ent *x, double v) {
   printf("\t%llx:%.0f:%.0f:%lld:%llu:%u%u%u:%u:%llu:%lld", (unsigned long long)(x->se & 0xffffff), (double)x->v - v, (double)x->dl - v,
@@ -32,15 +34,23 @@ static int handle(void *ctx, void *data, size_t n) {
   return 0;
 }
 int main(void) {
+  int cpus = libbpf_num_possible_cpus();
+  if (cpus < 1 || cpus > 4) { fprintf(stderr, "gs: %d possible CPUs; the watch map holds 4\n", cpus); return 1; }
+  signal(SIGINT, on_sig); signal(SIGTERM, on_sig); signal(SIGHUP, on_sig);
   struct gs_bpf *s = gs_bpf__open_and_load();
-  if (!s) { fprintf(stderr, "load failed\n"); return 1; }
-  if (gs_bpf__attach(s)) { fprintf(stderr, "attach failed\n"); return 1; }
-  signal(SIGINT, on_sig); signal(SIGTERM, on_sig);
+  if (!s) { fprintf(stderr, "gs: load failed\n"); return 1; }
+  if (gs_bpf__attach(s)) { fprintf(stderr, "gs: attach failed\n"); gs_bpf__destroy(s); return 1; }
   struct ring_buffer *r = ring_buffer__new(bpf_map__fd(s->maps.rb), handle, NULL, NULL);
+  if (!r) { fprintf(stderr, "gs: ring buffer failed\n"); gs_bpf__destroy(s); return 1; }
   fprintf(stderr, "attached\n");
   while (!stop) { usleep(20000); ring_buffer__consume(r); }
   ring_buffer__consume(r);
   fflush(stdout);
+  u64 per_cpu[4] = {0}, total = 0;
+  u32 zero = 0;
+  if (bpf_map_lookup_elem(bpf_map__fd(s->maps.dropped), &zero, per_cpu) == 0)
+    for (int i = 0; i < cpus; i++) total += per_cpu[i];
+  fprintf(stderr, "dropped %llu\n", (unsigned long long)total);
   ring_buffer__free(r); gs_bpf__destroy(s);
   return 0;
 }
