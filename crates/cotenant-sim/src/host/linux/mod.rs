@@ -200,9 +200,15 @@ impl State {
             return;
         }
         let queued = self.queues[self.group_queue(process, cpu)].nr;
-        let load = &mut self.loads[(process * self.ncpus + cpu) as usize];
+        let index = self.load_index(process, cpu);
+        let load = &mut self.loads[index];
         load.update(now, queued);
         self.tg_load[process as usize] += load.report(now);
+    }
+
+    /// Process `process`'s group queue on `cpu` in `loads`.
+    fn load_index(&self, process: u32, cpu: u32) -> usize {
+        (process * self.ncpus + cpu) as usize
     }
 
     /// `calc_group_shares` for process `process`'s group entity on `cpu`, as its queue is now.
@@ -210,7 +216,7 @@ impl State {
         let queued = self.queues[self.group_queue(process, cpu)].nr;
         match self.group_shares {
             GroupShares::Counts => group_shares(NICE_0, queued, self.proc_runnable[process as usize]),
-            GroupShares::Loads => self.loads[(process * self.ncpus + cpu) as usize].shares(
+            GroupShares::Loads => self.loads[self.load_index(process, cpu)].shares(
                 NICE_0,
                 queued,
                 self.tg_load[process as usize],
