@@ -329,7 +329,7 @@ impl Queue {
 
 /// What a reweight of an entity on a queue needs beyond the weights: the lag clamp's slice and
 /// tick, and the rule for the running entity.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct LagRule {
     pub(super) slice: u64,
     pub(super) tick: u64,

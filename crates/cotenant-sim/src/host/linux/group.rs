@@ -33,13 +33,10 @@ impl Sim {
         }
         lx.queues[q].place(&mut lx.ents, thread, slice);
         if lx.groups {
+            lx.update_cfs_group(process, cpu);
             let ge = lx.group_entity(process, cpu);
-            let shares = lx.group_share(process, cpu);
-            let rule = lx.lag_rule();
-            let root = &mut lx.queues[cpu as usize];
-            lx.running_reweights += u64::from(root.reweight(&mut lx.ents, ge, shares, rule));
             if !lx.ents[ge as usize].on_rq {
-                root.place(&mut lx.ents, ge, slice);
+                lx.queues[cpu as usize].place(&mut lx.ents, ge, slice);
             }
         }
         lx.refresh_cpu(cpu);
@@ -67,15 +64,11 @@ impl Sim {
         }
         lx.queues[q].dequeue(&mut lx.ents, thread, slice, tick);
         if lx.groups {
-            let ge = lx.group_entity(process, cpu);
-            let left = lx.queues[q].nr;
-            let shares = lx.group_share(process, cpu);
-            let rule = lx.lag_rule();
-            let root = &mut lx.queues[cpu as usize];
-            if left == 0 {
-                root.dequeue(&mut lx.ents, ge, slice, tick);
+            if lx.queues[q].nr == 0 {
+                let ge = lx.group_entity(process, cpu);
+                lx.queues[cpu as usize].dequeue(&mut lx.ents, ge, slice, tick);
             } else {
-                lx.running_reweights += u64::from(root.reweight(&mut lx.ents, ge, shares, rule));
+                lx.update_cfs_group(process, cpu);
             }
         }
         lx.refresh_cpu(cpu);
@@ -171,10 +164,7 @@ impl Sim {
             return;
         }
         lx.update_group_load(process, cpu, now);
-        let shares = lx.group_share(process, cpu);
-        let ge = lx.group_entity(process, cpu);
-        let rule = lx.lag_rule();
-        lx.running_reweights += u64::from(lx.queues[cpu as usize].reweight(&mut lx.ents, ge, shares, rule));
+        lx.update_cfs_group(process, cpu);
         lx.refresh_cpu(cpu);
     }
 

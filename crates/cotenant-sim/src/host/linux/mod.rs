@@ -91,8 +91,8 @@ pub(super) struct State {
     slice: u64,
     /// The scheduler tick.
     tick: u64,
-    /// How a running entity is reweighted.
-    running_reweight: RunningReweight,
+    /// What a reweight needs: the lag clamp's slice and tick, and the running entity's rule.
+    lag_rule: LagRule,
     /// Threads' entities, then (with `groups`) one group entity per process and CPU.
     ents: Vec<Entity>,
     /// One root queue per CPU, then (with `groups`) one group queue per process and CPU.
@@ -150,7 +150,7 @@ impl State {
             nthreads: threads.len() as u32,
             groups,
             slice: config.sched.base_slice,
-            running_reweight: config.running_reweight,
+            lag_rule: LagRule { slice: config.sched.base_slice, tick, running: config.running_reweight },
             tick,
             ents: vec![Entity::nice_0(); threads.len() + group_entities],
             queues: vec![Queue::default(); cpus as usize + group_entities],
@@ -188,9 +188,13 @@ impl State {
         }
     }
 
-    /// What a reweight needs: the lag clamp's slice and tick, and the running entity's rule.
-    fn lag_rule(&self) -> LagRule {
-        LagRule { slice: self.slice, tick: self.tick, running: self.running_reweight }
+    /// `update_cfs_group`: process `process`'s group entity on `cpu` gets its share of the
+    /// group's weight (`calc_group_shares`); a change to the running entity is counted.
+    fn update_cfs_group(&mut self, process: u32, cpu: u32) {
+        let shares = self.group_share(process, cpu);
+        let entity = self.group_entity(process, cpu);
+        let running = self.queues[cpu as usize].reweight(&mut self.ents, entity, shares, self.lag_rule);
+        self.running_reweights += u64::from(running);
     }
 
     /// `update_load_avg` and `update_tg_load_avg` for process `process`'s group queue on `cpu`

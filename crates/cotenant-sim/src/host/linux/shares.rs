@@ -18,6 +18,8 @@
 //! when a thread moves (the kernel detaches the thread's own load and attaches it where it
 //! goes).
 
+use super::eevdf::NICE_0;
+
 /// How the Linux model splits a process group's weight across CPUs (`calc_group_shares`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GroupShares {
@@ -37,6 +39,16 @@ const CONTRIB_INTERVAL_NS: u64 = 1_000_000;
 /// `MIN_SHARES`.
 const MIN_SHARES: u64 = 2;
 
+/// The weight of `queued` nice-0 threads (`NICE_0_LOAD` each).
+fn weight_of(queued: u32) -> f64 {
+    f64::from(queued) * NICE_0 as f64
+}
+
+/// A share kept between `MIN_SHARES` and the group's whole weight, as `calc_group_shares` ends.
+fn clamp_shares(shares: u64, tg_shares: u64) -> u64 {
+    shares.clamp(MIN_SHARES, tg_shares.max(MIN_SHARES))
+}
+
 /// One group queue's load average and what it last reported to its group's total.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct GroupLoad {
@@ -55,7 +67,7 @@ impl GroupLoad {
     /// update (continuous decay; the kernel steps at 1024-µs boundaries, which the trace replay
     /// found makes no difference at the median).
     pub(super) fn update(&mut self, now: u64, queued: u32) {
-        let target = f64::from(queued) * 1024.0;
+        let target = weight_of(queued);
         let dt = now.saturating_sub(self.at) as f64;
         self.avg = target + (self.avg - target) * (-dt / HALF_LIFE_NS).exp2();
         self.at = now;
@@ -78,10 +90,10 @@ impl GroupLoad {
     /// `calc_group_shares` for this queue, holding `queued` threads, of a group whose total is
     /// `tg_load` and whose weight is `tg_shares`.
     pub(super) fn shares(&self, tg_shares: u64, queued: u32, tg_load: f64) -> u64 {
-        let load = (f64::from(queued) * 1024.0).max(self.avg);
+        let load = weight_of(queued).max(self.avg);
         let tg_weight = (tg_load - self.contrib).max(0.0) + load;
         let shares = if tg_weight > 0.0 { (tg_shares as f64 * load / tg_weight) as u64 } else { tg_shares };
-        shares.clamp(MIN_SHARES, tg_shares.max(MIN_SHARES))
+        clamp_shares(shares, tg_shares)
     }
 }
 
@@ -89,6 +101,5 @@ impl GroupLoad {
 /// process's cgroup weight (`tg->shares`) split across CPUs in proportion to its runnable
 /// threads on each, at least `MIN_SHARES` and at most the whole.
 pub(super) fn group_shares(tg_shares: u64, here: u32, total: u32) -> u64 {
-    let shares = tg_shares * u64::from(here) / u64::from(total.max(1));
-    shares.clamp(MIN_SHARES, tg_shares.max(MIN_SHARES))
+    clamp_shares(tg_shares * u64::from(here) / u64::from(total.max(1)), tg_shares)
 }
